@@ -1,0 +1,2 @@
+select category_id, category_name, department
+from {{ source('raw', 'categories') }}

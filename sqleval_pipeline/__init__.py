@@ -1,0 +1,3 @@
+"""sqleval: execution-accuracy evaluation and hard guardrails for text-to-SQL systems."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,58 @@
+"""The golden set, verified to reproduce on the pinned snapshot."""
+
+
+from pathlib import Path
+
+import dagster as dg
+
+from sqleval_pipeline import snapshot as snap
+from sqleval_pipeline.defs.resources import SqlevalHome
+from sqleval_pipeline.golden.freeze import verify_cases
+from sqleval_pipeline.golden.loader import load_golden
+from sqleval_pipeline.golden.stats import stats_markdown, validate_coverage
+
+
+@dg.asset(
+    group_name="golden",
+    deps=["serving_snapshot"],
+    kinds={"python"},
+    check_specs=[
+        dg.AssetCheckSpec("reproduces_on_snapshot", asset="golden_set", blocking=True,
+                          description="Every reference query returns its frozen result."),
+        dg.AssetCheckSpec("coverage", asset="golden_set",
+                          description="SPEC §2 minimums per difficulty and band."),
+    ],
+)
+def golden_set(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
+    """Load and validate evals/golden/*.jsonl and re-run every reference (snapshot drift stops
+    the evaluation with the cases named)."""
+    golden = load_golden(Path(sqleval.golden_dir))
+    manifest_dir = Path(sqleval.manifest_dir)
+    pinned = snap.read_pinned(manifest_dir)
+    if pinned is None:
+        raise snap.SnapshotError("no pinned snapshot; materialize serving_snapshot first")
+    manifest = snap.SnapshotManifest.from_file(snap.manifest_path(manifest_dir, pinned))
+    serving = snap.serving_path(sqleval.home.snapshot_dir, pinned)
+    drifts = verify_cases(golden.cases, serving, pinned, manifest.as_of)
+    coverage = validate_coverage(golden.cases)
+    yield dg.MaterializeResult(
+        metadata={
+            "cases": len(golden),
+            "snapshot_id": pinned,
+            "stats": dg.MetadataValue.md(stats_markdown(golden.cases)),
+        }
+    )
+    yield dg.AssetCheckResult(
+        check_name="reproduces_on_snapshot", passed=not drifts,
+        metadata={"drifted_cases": dg.MetadataValue.json([str(d) for d in drifts])},
+    )
+    yield dg.AssetCheckResult(
+        check_name="coverage", passed=not coverage,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"shortfalls": dg.MetadataValue.json(coverage)},
+    )
+    if drifts:
+        raise snap.SnapshotDrift(
+            f"snapshot drift: {len(drifts)} golden case(s) no longer reproduce on {pinned}:\n  "
+            + "\n  ".join(str(d) for d in drifts[:20])
+        )

@@ -1,0 +1,73 @@
+"""Resources shared by the assets: where sqleval keeps its files, and the dbt CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import dagster as dg
+from dagster_dbt import DbtCliResource, DbtProject
+from packaging import version
+
+from sqleval_pipeline import paths
+
+
+class SqlevalHome(dg.ConfigurableResource):
+    """Build-output root (``SQLEVAL_HOME``) and the committed manifest / golden folders."""
+
+    root: str
+    manifest_dir: str = str(paths.SNAPSHOT_MANIFEST_DIR)
+    golden_dir: str = str(paths.GOLDEN_DIR)
+
+    @property
+    def home(self) -> paths.Home:
+        return paths.Home(Path(self.root))
+
+
+class OfflineDbtCliResource(DbtCliResource):
+    """DbtCliResource that reads dbt's version from the package instead of running
+    ``dbt --version`` (which looks up the latest release online before every command)."""
+
+    @property
+    def _cli_version(self) -> version.Version:  # type: ignore[override]
+        from dbt.version import __version__
+
+        return version.parse(__version__)
+
+
+def dbt_executable() -> str:
+    exe = Path(sys.executable).parent / "dbt"
+    return str(exe) if exe.exists() else "dbt"
+
+
+def prepare_manifest(project: DbtProject) -> Path:
+    """Run ``dbt parse`` when the manifest is missing (tests, CLI, ``definitions validate``)."""
+    if not project.manifest_path.exists():
+        proc = subprocess.run(
+            [dbt_executable(), "parse", "--quiet", "--project-dir", str(project.project_dir),
+             "--profiles-dir", str(project.profiles_dir)],
+            cwd=project.project_dir, capture_output=True, text=True, check=False,
+        )
+        if proc.returncode != 0 or not project.manifest_path.exists():
+            raise RuntimeError(
+                f"`dbt parse` failed in {project.project_dir}:\n{proc.stdout}\n{proc.stderr}"
+            )
+    return project.manifest_path
+
+
+@cache
+def dbt_project() -> DbtProject:
+    project = DbtProject(project_dir=paths.DBT_PROJECT_DIR, profiles_dir=paths.DBT_PROJECT_DIR)
+    project.prepare_if_dev()
+    prepare_manifest(project)
+    return project
+
+
+def dbt_resource() -> OfflineDbtCliResource:
+    project = dbt_project()
+    return OfflineDbtCliResource(
+        project_dir=project, profiles_dir=str(paths.DBT_PROJECT_DIR),
+        dbt_executable=dbt_executable(),
+    )

@@ -1,0 +1,145 @@
+"""Load golden-set JSON Lines files with errors that name the file, the line and the field."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from sqleval_pipeline.golden.model import Case
+
+
+@dataclass
+class Problem:
+    path: Path
+    line: int
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}"
+        if self.field:
+            where += f" field '{self.field}'"
+        return f"{where}: {self.message}"
+
+
+class GoldenError(ValueError):
+    """The golden set cannot be loaded; every problem names file, line and field."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        head = f"{len(problems)} problem(s) in the golden set:\n  "
+        super().__init__(head + "\n  ".join(str(p) for p in problems))
+
+
+@dataclass
+class GoldenSet:
+    cases: list[Case]
+    #: case id -> (file, line)
+    locations: dict[str, tuple[Path, int]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    def by_id(self) -> dict[str, Case]:
+        return {c.id: c for c in self.cases}
+
+    def domains(self) -> list[str]:
+        return sorted({p.stem for p, _ in self.locations.values()})
+
+    def snapshot_ids(self) -> set[str]:
+        return {c.snapshot_id for c in self.cases if c.snapshot_id}
+
+
+_HINTS = {
+    "literal_error": "use one of the allowed values",
+    "missing": "add the field",
+    "extra_forbidden": "remove it or fix its spelling",
+    "string_pattern_mismatch": "ids are lower-case letters, digits, '_', '-', '.'",
+}
+
+
+def _from_validation(path: Path, line: int, exc: ValidationError) -> list[Problem]:
+    problems = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or None
+        msg = err["msg"]
+        hint = _HINTS.get(err["type"])
+        if err["type"] != "missing" and "input" in err and not isinstance(err["input"], dict):
+            msg += f" (got {err['input']!r})"
+        if hint:
+            msg += f" — {hint}"
+        problems.append(Problem(path, line, loc, msg))
+    return problems
+
+
+def parse_lines(path: Path, text: str) -> tuple[list[tuple[int, Case]], list[Problem]]:
+    cases: list[tuple[int, Case]] = []
+    problems: list[Problem] = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            problems.append(
+                Problem(path, lineno, None, f"not valid JSON ({exc.msg} at column {exc.colno}); "
+                        "each line must be one JSON object")
+            )
+            continue
+        if not isinstance(data, dict):
+            problems.append(Problem(path, lineno, None, "each line must be a JSON object"))
+            continue
+        try:
+            cases.append((lineno, Case.model_validate(data)))
+        except ValidationError as exc:
+            problems.extend(_from_validation(path, lineno, exc))
+    return cases, problems
+
+
+def golden_files(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    files = sorted(root.glob("*.jsonl"))
+    if not files:
+        raise GoldenError([Problem(root, 0, None, "no *.jsonl golden files found")])
+    return files
+
+
+def load_golden(*paths: Path) -> GoldenSet:
+    """Load and validate golden files (or directories of ``*.jsonl``); raise on any problem."""
+    files: list[Path] = []
+    for p in paths:
+        if not p.exists():
+            raise GoldenError([Problem(p, 0, None, "file or directory does not exist")])
+        files.extend(golden_files(p))
+    all_cases: list[Case] = []
+    locations: dict[str, tuple[Path, int]] = {}
+    problems: list[Problem] = []
+    for f in files:
+        cases, probs = parse_lines(f, f.read_text(encoding="utf-8"))
+        problems.extend(probs)
+        for lineno, case in cases:
+            if case.id in locations:
+                first = locations[case.id]
+                problems.append(
+                    Problem(f, lineno, "id", f"duplicate id '{case.id}' (first defined at "
+                            f"{first[0]}:{first[1]}); ids must be unique and stable")
+                )
+                continue
+            locations[case.id] = (f, lineno)
+            all_cases.append(case)
+    if problems:
+        raise GoldenError(problems)
+    return GoldenSet(all_cases, locations)
+
+
+def write_cases(path: Path, cases: list[Case]) -> None:
+    """Rewrite a golden file atomically, one case per line, in the given order."""
+    text = "".join(c.to_json_line() + "\n" for c in cases)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

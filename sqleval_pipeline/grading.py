@@ -1,0 +1,1026 @@
+"""Result comparison and outcomes (SPEC §4).
+
+Two readings, both always computed:
+
+- **exact**: same number of columns compared by position (names ignored), same rows as a
+  multiset; row order matters only when the case says ``order_matters``.
+- **got-the-facts**: every expected column is matched by a *distinct* candidate column such
+  that the candidate rows, projected on the matched columns, equal the expected rows; extra
+  candidate columns, column order and (unless ``order_matters``) row order are tolerated.
+
+>>> from sqleval_pipeline.results import ResultSet
+>>> exp = ResultSet(columns=["region", "revenue"], types=["VARCHAR", "DOUBLE"],
+...                 rows=[["north", 10.5], ["south", 7.25]])
+>>> got = ResultSet(columns=["n", "revenue", "region"], types=["BIGINT", "DOUBLE", "VARCHAR"],
+...                 rows=[[3, 7.25, "south"], [4, 10.5, "north"]])
+>>> c = compare(exp, got, order_matters=False)
+>>> (c.exact, c.facts, c.column_map)
+(False, True, (2, 1))
+
+Value rules (both readings): whole numbers compare exactly; two non-integral numbers are
+equal within 5e-7 absolute or 1e-5 relative (``|a-b| <= max(5e-7, 1e-5*max(|a|,|b|))``); a
+whole number never equals a non-integral one (symmetric reading of "whole numbers compare
+exactly"). Decimal, int and float compare by value; a bool is not a number; NULL, 0, '' and
+false all differ; ``'4' != 4``; a date equals the timestamp at its midnight but not its ISO
+string; strings compare exactly after removing trailing whitespace. Got-the-facts
+additionally accepts, for a non-integral expected value, that value rounded half-up or
+half-even to 2 or more decimals. Non-integral values are compared at double precision;
+numbers nested inside LIST/STRUCT values compare exactly (no tolerance).
+
+How multiset matching stays correct with a tolerance (which is not transitive)
+------------------------------------------------------------------------------
+Each value gets a canonical *key* (exact equality modulo representation). Expected values of
+a column are coded by their distinct keys. Every candidate value is then *snapped* to the set
+of expected codes it is compatible with: by key for exact values, and by a sorted range search
+plus the precise rule for numbers near a non-integral expected value. If every candidate value
+is compatible with at most one distinct expected value, two rows are compatible iff their code
+vectors are equal, so multiset equality is an exact comparison of sorted integer row codes
+(numpy). Only when some candidate value is compatible with two or more distinct expected
+values (values closer than the tolerance or the rounding step) are the rows grouped by their
+unambiguous columns and matched within each group by augmenting paths (bipartite matching).
+
+Got-the-facts column matching never tries every permutation: per-column signatures (null
+count, multiset of non-numeric keys, numeric count, sorted numeric values within the widest
+possible tolerance) prune candidate columns; a backtracking search assigns expected columns
+(most constrained first) to distinct compatible candidates, checks after every assignment that
+the partial projections are equal multisets of rows (so independently re-sorted columns fail
+at the second column), and skips candidate columns identical to one already tried.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
+from itertools import repeat
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sqleval_pipeline.records import Attempt, Execution, Grade
+from sqleval_pipeline.results import ResultSet
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sqleval_pipeline.golden.model import Case
+
+# --------------------------------------------------------------------------- rule parameters
+
+ABS_TOL = 5e-7
+REL_TOL = 1e-5
+MIN_ROUND_DECIMALS = 2
+ROUNDING_MODES = ("half_up", "half_even")
+#: bump by hand whenever a rule's *logic* changes (parameters are hashed automatically)
+RULE_REVISION = 1
+
+RULES: dict[str, Any] = {
+    "revision": RULE_REVISION,
+    "abs_tol": ABS_TOL,
+    "rel_tol": REL_TOL,
+    "whole_numbers": "exact; a whole number never equals a non-integral one",
+    "facts_rounding": {"min_decimals": MIN_ROUND_DECIMALS, "modes": list(ROUNDING_MODES)},
+    "strings": "exact, case-sensitive, trailing whitespace ignored",
+    "dates": "by value; date == timestamp at midnight; aware timestamps compared in UTC",
+    "nulls": "NULL only equals NULL; NULL != 0 != '' != false",
+    "bool": "not a number",
+    "rows": "multiset; order only with order_matters, ties on order_keys free",
+    "facts_columns": "distinct candidate per expected column, rows aligned",
+    "truncated_result": "wrong",
+}
+
+
+def _grader_version(rules: dict[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(rules, sort_keys=True).encode()).hexdigest()[:12]
+    return f"r{rules['revision']}-{digest}"
+
+
+#: changes whenever a rule parameter or the rule revision changes
+GRADER_VERSION = _grader_version(RULES)
+
+# --------------------------------------------------------------------------- value keys
+
+
+class _Null:
+    """Sentinel key for NULL (never equal to 0, '', false or NaN)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+    def __reduce__(self) -> str:
+        return "_NULL"
+
+
+_NULL = _Null()
+_NAN = ("nan",)
+_NoneType = type(None)
+
+
+def _decimal_key(v: Decimal) -> Any:
+    if not v.is_finite():
+        return _NAN if v.is_nan() else float(v)
+    if v == v.to_integral_value():
+        return int(v)
+    f = float(v)
+    return f if not f.is_integer() else v  # >15 significant digits around an integer: exact
+
+
+def canonical_key(v: Any) -> Any:
+    """Hashable key with exact value equality (before tolerance).
+
+    >>> canonical_key(Decimal("3.00")) == canonical_key(3) == canonical_key(3.0)
+    True
+    >>> canonical_key(True) == canonical_key(1), canonical_key("a  ") == canonical_key("a")
+    (False, True)
+    >>> canonical_key(_dt.date(2025, 1, 2)) == canonical_key(_dt.datetime(2025, 1, 2))
+    True
+    """
+    if v is None:
+        return _NULL
+    t = type(v)
+    if t is int or t is str:
+        return v.rstrip() if t is str else v
+    if t is float:
+        return _NAN if v != v else v
+    if t is bool:
+        return ("bool", v)
+    if isinstance(v, bool):
+        return ("bool", bool(v))
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, str):
+        return str(v).rstrip()
+    if isinstance(v, float):
+        return _NAN if v != v else float(v)
+    if isinstance(v, Decimal):
+        return _decimal_key(v)
+    if isinstance(v, _dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(_dt.UTC).replace(tzinfo=None)
+        return v
+    if isinstance(v, _dt.date):
+        return _dt.datetime(v.year, v.month, v.day)
+    if isinstance(v, _dt.time):
+        return ("time", v)
+    if isinstance(v, _dt.timedelta):
+        return ("interval", v)
+    if isinstance(v, uuid.UUID):
+        return ("uuid", v.int)
+    if isinstance(v, bytes | bytearray | memoryview):
+        return ("bytes", bytes(v))
+    if isinstance(v, list | tuple):
+        return ("list", tuple(canonical_key(x) for x in v))
+    if isinstance(v, dict):
+        return ("struct", tuple(sorted((str(k), canonical_key(x)) for k, x in v.items())))
+    if isinstance(v, np.generic):
+        return canonical_key(v.item())
+    return ("other", type(v).__name__, repr(v))
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float | Decimal) and not isinstance(v, bool)
+
+
+def _is_whole(v: Any) -> bool:
+    if isinstance(v, int):
+        return True
+    if isinstance(v, float):
+        return v.is_integer()
+    if isinstance(v, Decimal):
+        return v.is_finite() and v == v.to_integral_value()
+    return False
+
+
+def _is_tolerant_key(k: Any) -> bool:
+    """A key that takes part in tolerance: a finite, non-integral float."""
+    return type(k) is float and math.isfinite(k) and not k.is_integer()
+
+
+def _numbers_equal(a: Any, b: Any) -> bool:
+    """Exact-rule equality of two numbers (not bools)."""
+    if a == b:
+        return True
+    fa, fb = float(a), float(b)
+    if not (math.isfinite(fa) and math.isfinite(fb)):
+        return False
+    if _is_whole(a) or _is_whole(b):
+        return False
+    return abs(fa - fb) <= max(ABS_TOL, REL_TOL * max(abs(fa), abs(fb)))
+
+
+def _as_decimal(v: Any) -> Decimal:
+    return v if isinstance(v, Decimal) else Decimal(repr(float(v)))
+
+
+def _rounding_matches(expected: Any, got: Any) -> bool:
+    """Is ``got`` a rounding of the non-integral ``expected`` to >= 2 decimals (half-up/half-even)?
+
+    Rounding to ``d`` decimals moves a value by at most half a unit of the ``d``-th decimal,
+    so the loop stops at the first ``d`` whose half-unit (plus the tolerance) is smaller than
+    the distance between the two values.
+    """
+    try:
+        e = _as_decimal(expected)
+        fg = float(got)
+    except (InvalidOperation, ValueError, OverflowError):
+        return False
+    if not e.is_finite() or not math.isfinite(fg) or _is_whole(e):
+        return False
+    dist = abs(float(e) - fg)
+    slack = max(ABS_TOL, REL_TOL * (abs(fg) + 0.01)) * 1.001
+    exp10 = e.as_tuple().exponent
+    decimals = -exp10 if isinstance(exp10, int) else 0
+    for d in range(MIN_ROUND_DECIMALS, decimals):
+        if dist > 0.5 * 10.0**-d + slack:
+            break
+        q = Decimal(1).scaleb(-d)
+        for mode in (ROUND_HALF_UP, ROUND_HALF_EVEN):
+            r = e.quantize(q, rounding=mode)
+            if (r == got) if (_is_whole(r) or _is_whole(got)) else _numbers_equal(r, got):
+                return True
+    return False
+
+
+def _num_match(ek: Any, gk: Any, facts: bool) -> bool:
+    return _numbers_equal(ek, gk) or (facts and _rounding_matches(ek, gk))
+
+
+def values_equal(expected: Any, got: Any, *, facts: bool = False) -> bool:
+    """Compare two single values under the exact rule (``facts=True``: got-the-facts rule).
+
+    >>> values_equal(1, 1.0), values_equal(0.1 + 0.2, Decimal("0.3")), values_equal("4", 4)
+    (True, True, False)
+    >>> values_equal(None, 0), values_equal(True, 1), values_equal(_dt.date(2025, 1, 1), "2025-01-01")
+    (False, False, False)
+    >>> values_equal(1.2345678, 1.23), values_equal(1.2345678, 1.23, facts=True)
+    (False, True)
+    """
+    ke, kg = canonical_key(expected), canonical_key(got)
+    if type(ke) is type(kg) or (_is_num(ke) and _is_num(kg)):
+        if ke == kg:
+            return True
+    if _is_num(expected) and _is_num(got):
+        if _numbers_equal(expected, got):
+            return True
+        return facts and _rounding_matches(expected, got)
+    return False
+
+
+# --------------------------------------------------------------------------- columns
+
+
+class _Col:
+    """Canonical keys of one column plus lazily computed signatures."""
+
+    __slots__ = ("keys", "nonint", "_codes", "_emap", "_sig", "_num", "_ident")
+
+    def __init__(self, values: Sequence[Any]):
+        types_ = set(map(type, values))
+        if types_ <= {int}:
+            keys = list(values)
+        elif types_ <= {int, _NoneType}:
+            keys = [_NULL if v is None else v for v in values]
+        elif types_ <= {str, _NoneType}:
+            keys = [_NULL if v is None else v.rstrip() for v in values]
+        elif types_ <= {float, int, _NoneType}:
+            keys = [_NULL if v is None else (_NAN if v != v else v) for v in values]
+        else:
+            keys = list(map(canonical_key, values))
+        self.keys = keys
+        if types_ <= {int, str, bool, _NoneType}:
+            self.nonint = False
+        elif float in types_ and types_ <= {float, int, _NoneType}:
+            arr = np.fromiter(
+                (v for v in values if type(v) is float), dtype=np.float64
+            )
+            self.nonint = bool(np.any(np.isfinite(arr) & (arr != np.floor(arr))))
+        else:
+            self.nonint = any(map(_is_tolerant_key, keys))
+        self._codes: np.ndarray | None = None
+        self._emap: dict[Any, int] | None = None
+        self._sig: tuple[int, int, Counter] | None = None
+        self._num: np.ndarray | None = None
+        self._ident: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def emap(self) -> dict[Any, int]:
+        if self._emap is None:
+            self._emap = {k: i for i, k in enumerate(dict.fromkeys(self.keys))}
+        return self._emap
+
+    def codes(self) -> np.ndarray:
+        if self._codes is None:
+            self._codes = np.fromiter(map(self.emap().__getitem__, self.keys), np.int64, len(self.keys))
+        return self._codes
+
+    def numeric(self) -> np.ndarray:
+        """Sorted float values of the (finite or infinite) numbers in the column."""
+        if self._num is None:
+            vals = [float(k) for k in self.keys if _is_num(k)]
+            self._num = np.sort(np.asarray(vals, dtype=np.float64))
+        return self._num
+
+    def signature(self) -> tuple[int, int, Counter]:
+        """(hash of non-numeric key multiset, numeric count, non-numeric key multiset)."""
+        if self._sig is None:
+            nonnum = Counter(k for k in self.keys if not _is_num(k))
+            h = hash(frozenset(nonnum.items()))
+            self._sig = (h, len(self.keys) - sum(nonnum.values()), nonnum)
+        return self._sig
+
+    def ident(self) -> int:
+        if self._ident is None:
+            self._ident = hash(tuple(self.keys))
+        return self._ident
+
+
+def _columns(rs: ResultSet) -> list[_Col]:
+    if not rs.columns:
+        return []
+    if not rs.rows:
+        return [_Col([]) for _ in rs.columns]
+    return [_Col(c) for c in zip(*rs.rows, strict=True)]
+
+
+# --------------------------------------------------------------------------- snapping
+
+
+@dataclass
+class _Snap:
+    exp: np.ndarray  # expected codes per row
+    got: np.ndarray  # candidate codes per row (-1: compatible with nothing, -2: ambiguous)
+    amb: dict[int, frozenset[int]]  # candidate row -> compatible expected codes (ambiguous rows)
+
+
+def _reach(g: np.ndarray, facts: bool) -> np.ndarray:
+    """A generous bound on |e - g| for any compatible expected value e (superset search)."""
+    base = np.maximum(ABS_TOL, REL_TOL * (np.abs(g) + 0.02)) * (1 + 1e-4) + 1e-12 * (1 + np.abs(g))
+    return base + 0.005 * (1 + 1e-9) if facts else base
+
+
+def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
+    """Code candidate values by the expected value(s) they are compatible with.
+
+    ``exact_only`` codes by canonical key only (a sufficient, not necessary, condition: used
+    as a fast first pass whose success proves equality).
+    """
+    emap = e.emap()
+    gcodes = np.fromiter(map(emap.get, g.keys, repeat(-1)), np.int64, len(g.keys))
+    if exact_only or not e.nonint:
+        return _Snap(e.codes(), gcodes, {})
+    # expected holds non-integral numbers: candidate numbers may match them within the
+    # tolerance (or, for got-the-facts, as a rounding), possibly several distinct ones.
+    etol = [k for k in emap if _is_tolerant_key(k)]
+    E = np.asarray(etol, dtype=np.float64)
+    order = np.argsort(E, kind="stable")
+    E = E[order]
+    Ecodes = np.asarray([emap[etol[i]] for i in order], dtype=np.int64)
+    gdistinct = [
+        k for k in dict.fromkeys(g.keys)
+        if (_is_tolerant_key(k) or (facts and _is_num(k) and not isinstance(k, bool)
+                                    and math.isfinite(float(k))))
+    ]
+    if not gdistinct:
+        return _Snap(e.codes(), gcodes, {})
+    G = np.asarray([float(k) for k in gdistinct], dtype=np.float64)
+    reach = _reach(G, facts)
+    lo = np.searchsorted(E, G - reach, side="left")
+    hi = np.searchsorted(E, G + reach, side="right")
+    hit = np.fromiter(map(emap.get, gdistinct, repeat(-1)), np.int64, len(gdistinct))
+    cnt = hi - lo
+    simple = (cnt == 0) | ((cnt == 1) & (hit == Ecodes[np.minimum(lo, len(E) - 1)]))
+    remap: dict[Any, int] = {}
+    amb_keys: dict[Any, frozenset[int]] = {}
+    for idx in np.flatnonzero(~simple):
+        gk = gdistinct[idx]
+        cands = {int(hit[idx])} if hit[idx] >= 0 else set()
+        for j in range(lo[idx], hi[idx]):
+            c = int(Ecodes[j])
+            if c not in cands and _num_match(etol[order[j]], gk, facts):
+                cands.add(c)
+        if len(cands) == 1:
+            remap[gk] = cands.pop()
+        elif len(cands) > 1:
+            amb_keys[gk] = frozenset(cands)
+        else:
+            remap[gk] = -1
+    amb: dict[int, frozenset[int]] = {}
+    if remap or amb_keys:
+        special = remap.keys() | amb_keys.keys()
+        for i, k in enumerate(g.keys):
+            if k in special:
+                if k in amb_keys:
+                    gcodes[i] = -2
+                    amb[i] = amb_keys[k]
+                else:
+                    gcodes[i] = remap[k]
+    return _Snap(e.codes(), gcodes, amb)
+
+
+# --------------------------------------------------------------------------- multisets of rows
+
+_LIMIT = 1 << 62
+
+
+def _refactor(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    u, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
+    inv = inv.astype(np.int64, copy=False)
+    return inv[: len(a)], inv[len(a):], len(u)
+
+
+class _Rows:
+    """Incrementally combined integer row codes for the expected and candidate sides."""
+
+    __slots__ = ("e", "g", "bound")
+
+    def __init__(self, n_e: int, n_g: int):
+        self.e = np.zeros(n_e, dtype=np.int64)
+        self.g = np.zeros(n_g, dtype=np.int64)
+        self.bound = 1
+
+    def add(self, ce: np.ndarray, cg: np.ndarray, card: int) -> _Rows:
+        """Return a new state with one more column (codes in [-2, card))."""
+        width = card + 3
+        e, g, bound = self.e, self.g, self.bound
+        if bound * width >= _LIMIT:
+            e, g, bound = _refactor(e, g)
+        out = _Rows.__new__(_Rows)
+        out.e = e * width + (ce + 2)
+        out.g = g * width + (cg + 2)
+        out.bound = bound * width
+        return out
+
+    def bag_equal(self) -> bool:
+        return len(self.e) == len(self.g) and np.array_equal(np.sort(self.e), np.sort(self.g))
+
+
+def _kuhn(adj: list[list[int]], n_right: int) -> bool:
+    """Perfect matching of left nodes (candidate rows) to right nodes (expected rows)."""
+    match_r = [-1] * n_right
+
+    def try_assign(u: int, seen: list[bool]) -> bool:
+        stack = [(u, iter(adj[u]))]
+        path: list[tuple[int, int]] = []
+        while stack:
+            node, it = stack[-1]
+            advanced = False
+            for v in it:
+                if seen[v]:
+                    continue
+                seen[v] = True
+                if match_r[v] == -1:
+                    path.append((node, v))
+                    for a, b in path:
+                        match_r[b] = a
+                    return True
+                path.append((node, v))
+                stack.append((match_r[v], iter(adj[match_r[v]])))
+                advanced = True
+                break
+            if not advanced:
+                stack.pop()
+                if path:
+                    path.pop()
+        return False
+
+    for u in range(len(adj)):
+        if not try_assign(u, [False] * n_right):
+            return False
+    return True
+
+
+def _bag_equal_ambiguous(base: _Rows, snaps: list[_Snap]) -> bool:
+    """Multiset equality when some candidate values are compatible with several expected codes."""
+    plain = base
+    amb_snaps = [s for s in snaps if s.amb]
+    for s in snaps:
+        if not s.amb:
+            plain = plain.add(s.exp, s.got, int(max(s.exp.max(initial=-1), s.got.max(initial=-1))) + 1)
+    groups_e: dict[int, list[int]] = {}
+    for i, k in enumerate(plain.e.tolist()):
+        groups_e.setdefault(k, []).append(i)
+    groups_g: dict[int, list[int]] = {}
+    for i, k in enumerate(plain.g.tolist()):
+        groups_g.setdefault(k, []).append(i)
+    if groups_e.keys() != groups_g.keys():
+        return False
+    for key, erows in groups_e.items():
+        grows = groups_g[key]
+        if len(erows) != len(grows):
+            return False
+        # distinct expected patterns on the ambiguous columns, with multiplicities
+        pat_rows: dict[tuple[int, ...], list[int]] = {}
+        for r in erows:
+            pat_rows.setdefault(tuple(int(s.exp[r]) for s in amb_snaps), []).append(r)
+        right: list[tuple[int, ...]] = []
+        for p, rows in pat_rows.items():
+            right.extend([p] * len(rows))
+        adj: list[list[int]] = []
+        for r in grows:
+            sets = [s.amb.get(r) or frozenset((int(s.got[r]),)) for s in amb_snaps]
+            adj.append([j for j, p in enumerate(right) if all(c in st for c, st in zip(p, sets, strict=True))])
+        if not _kuhn(adj, len(right)):
+            return False
+    return True
+
+
+def _card(s: _Snap) -> int:
+    return int(max(s.exp.max(initial=-1), s.got.max(initial=-1))) + 1
+
+
+def _bags(base: _Rows, snaps: list[_Snap]) -> tuple[bool, _Rows | None]:
+    if any(s.amb for s in snaps):
+        return _bag_equal_ambiguous(base, snaps), None
+    rows = base
+    for s in snaps:
+        rows = rows.add(s.exp, s.got, _card(s))
+    return rows.bag_equal(), rows
+
+
+# --------------------------------------------------------------------------- order
+
+
+def _segments(expected: ResultSet, ecols: list[_Col], order_keys: Sequence[str]) -> np.ndarray:
+    """Tie-group id per expected row: consecutive rows equal on ``order_keys`` share one."""
+    n = len(expected.rows)
+    if not order_keys:
+        return np.arange(n, dtype=np.int64)
+    idx = []
+    for k in order_keys:
+        if k not in expected.columns:
+            raise ValueError(
+                f"order key {k!r} is not an expected column {expected.columns}: re-freeze the case"
+            )
+        idx.append(expected.columns.index(k))
+    keys = list(zip(*(ecols[i].keys for i in idx), strict=True))
+    seg = np.empty(n, dtype=np.int64)
+    cur = -1
+    prev: Any = object()
+    for r, k in enumerate(keys):
+        if k != prev:
+            cur += 1
+            prev = k
+        seg[r] = cur
+    return seg
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Both readings of one comparison, with reason codes and an actionable description.
+
+    ``exact_reason``: match | column_count | row_count | values | order.
+    ``facts_reason``: match | row_count | missing_column | no_alignment | order.
+    ``column_map[i]`` is the candidate column matched to expected column ``i`` (got-the-facts).
+    """
+
+    exact: bool
+    facts: bool
+    exact_reason: str
+    facts_reason: str
+    column_map: tuple[int, ...] | None = None
+    mismatch: str | None = None
+    alternative: int | None = None
+
+    @property
+    def reason(self) -> str:
+        if self.exact:
+            return "match"
+        if self.facts:
+            return f"facts_only:{self.exact_reason}"
+        return self.facts_reason if self.exact_reason == "column_count" else self.exact_reason
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, str):
+        return repr(v)
+    if isinstance(v, Decimal):
+        return f"{v}"
+    if isinstance(v, _dt.date | _dt.time):
+        return v.isoformat()
+    return repr(v)
+
+
+def _fmt_row(row: Sequence[Any]) -> str:
+    return "(" + ", ".join(_fmt(v) for v in row) + ")"
+
+
+def _row_diff_examples(expected: ResultSet, got: ResultSet, rows: _Rows, limit: int = 3) -> str:
+    e, g = rows.e, rows.g
+    u, inv = np.unique(np.concatenate([e, g]), return_inverse=True)
+    ce = np.bincount(inv[: len(e)], minlength=len(u))
+    cg = np.bincount(inv[len(e):], minlength=len(u))
+    surplus_e = np.maximum(ce - cg, 0)
+    surplus_g = np.maximum(cg - ce, 0)
+    n_missing, n_extra = int(surplus_e.sum()), int(surplus_g.sum())
+    miss_idx = [i for i in np.flatnonzero(surplus_e[inv[: len(e)]] > 0)[:limit]]
+    extra_idx = [i for i in np.flatnonzero(surplus_g[inv[len(e):]] > 0)[:limit]]
+    parts = [f"{n_missing} expected row(s) missing, {n_extra} unexpected row(s)"]
+    if miss_idx:
+        parts.append("missing e.g. " + "; ".join(_fmt_row(expected.rows[i]) for i in miss_idx))
+    if extra_idx:
+        parts.append("unexpected e.g. " + "; ".join(_fmt_row(got.rows[i]) for i in extra_idx))
+    return "; ".join(parts)
+
+
+def _column_hints(expected: ResultSet, got: ResultSet, ecols: list[_Col], gcols: list[_Col], limit: int = 3) -> list[str]:
+    hints = []
+    n = len(ecols[0]) if ecols else 0
+    for i, (ec, gc) in enumerate(zip(ecols, gcols, strict=False)):
+        ok, rows = _bags(_Rows(n, len(gc)), [_snap(ec, gc, facts=False)])
+        if ok:
+            continue
+        ev = Counter(ec.keys)
+        gv = Counter(gc.keys)
+        only_e = [k for k in ev if k not in gv][:limit]
+        only_g = [k for k in gv if k not in ev][:limit]
+        name = expected.columns[i]
+        msg = f"column {i + 1} ({name!r}) differs"
+        if only_e or only_g:
+            msg += (
+                f": expected values like {', '.join(_fmt(_unkey(k)) for k in only_e) or '-'}"
+                f", got {', '.join(_fmt(_unkey(k)) for k in only_g) or '-'}"
+            )
+        tg = got.types[i] if i < len(got.types) else "?"
+        if expected.types[i] != tg:
+            msg += f" (types {expected.types[i]} vs {tg})"
+        hints.append(msg)
+    return hints
+
+
+def _unkey(k: Any) -> Any:
+    if k is _NULL:
+        return None
+    if isinstance(k, tuple) and k and k[0] in {"bool", "time", "interval"}:
+        return k[1]
+    return k
+
+
+def _compare_exact(expected: ResultSet, got: ResultSet, ecols, gcols, seg) -> tuple[bool, str, str | None]:
+    ne, ng = len(expected.columns), len(got.columns)
+    if ne != ng:
+        extra = f"candidate has {ng - ne} extra" if ng > ne else f"candidate lacks {ne - ng}"
+        return False, "column_count", f"expected {ne} columns, got {ng} ({extra} column(s))"
+    n_e, n_g = len(expected.rows), len(got.rows)
+    if n_e != n_g:
+        return False, "row_count", f"expected {n_e} rows, got {n_g}"
+    # pass 1 codes by canonical key only (success proves equality); pass 2 applies the
+    # tolerance, needed only when the expected side holds non-integral numbers
+    modes = (True, False) if any(ec.nonint for ec in ecols) else (True,)
+    unordered_ok = False
+    diag_rows: _Rows | None = None
+    diag_snaps: list[_Snap] = []
+    for exact_only in modes:
+        snaps = [_snap(ec, gc, False, exact_only) for ec, gc in zip(ecols, gcols, strict=True)]
+        base = _Rows(n_e, n_g)
+        if seg is not None and _bags(base.add(seg, seg, int(seg.max(initial=-1)) + 1), snaps)[0]:
+            return True, "match", None
+        ok, rows = _bags(base, snaps)
+        if ok and seg is None:
+            return True, "match", None
+        unordered_ok = unordered_ok or ok
+        if rows is not None:
+            diag_rows, diag_snaps = rows, snaps
+    if unordered_ok:
+        first = _first_out_of_order(expected, got, diag_snaps, seg) if diag_snaps else ""
+        return False, "order", f"same rows in a different order{first}"
+    parts = []
+    if diag_rows is not None:
+        parts.append(_row_diff_examples(expected, got, diag_rows))
+    parts.extend(_column_hints(expected, got, ecols, gcols))
+    return False, "values", "; ".join(parts) or "rows differ"
+
+
+def _first_out_of_order(expected, got, snaps, seg) -> str:
+    # first position whose candidate row cannot belong to the expected tie group at that position
+    for s in snaps:
+        if s.amb:
+            return ""
+    rows = _Rows(len(seg), len(seg))
+    for s in snaps:
+        rows = rows.add(s.exp, s.got, _card(s))
+    e, g = rows.e, rows.g
+    start = 0
+    n = len(seg)
+    while start < n:
+        end = start
+        while end < n and seg[end] == seg[start]:
+            end += 1
+        if not np.array_equal(np.sort(e[start:end]), np.sort(g[start:end])):
+            return (
+                f": first difference at row {start + 1}: expected {_fmt_row(expected.rows[start])}, "
+                f"got {_fmt_row(got.rows[start])}"
+            )
+        start = end
+    return ""
+
+
+def _num_compatible(ec: _Col, gc: _Col) -> bool:
+    """Necessary condition on numbers: sorted values pair up within the widest facts bound."""
+    a, b = ec.numeric(), gc.numeric()
+    if len(a) != len(b):
+        return False
+    if not len(a):
+        return True
+    fin_a, fin_b = np.isfinite(a), np.isfinite(b)
+    if not np.array_equal(a[~fin_a], b[~fin_b]) and (np.any(~fin_a) or np.any(~fin_b)):
+        # infinities must coincide (NaN keys are non-numeric and handled by the signature)
+        return False
+    a, b = a[fin_a], b[fin_b]
+    if len(a) != len(b):
+        return False
+    if not ec.nonint:
+        return bool(np.array_equal(a, b))
+    bound = 0.005 * (1 + 1e-9) + np.maximum(ABS_TOL, REL_TOL * (np.maximum(np.abs(a), np.abs(b)) + 0.02)) * 1.001
+    return bool(np.all(np.abs(a - b) <= bound))
+
+
+def _compatible(ec: _Col, gc: _Col) -> bool:
+    hs_e, nn_e, non_e = ec.signature()
+    hs_g, nn_g, non_g = gc.signature()
+    if nn_e != nn_g or hs_e != hs_g or non_e != non_g:
+        return False
+    return _num_compatible(ec, gc)
+
+
+def _compare_facts(expected: ResultSet, got: ResultSet, ecols, gcols, seg) -> tuple[bool, str, str | None, tuple[int, ...] | None]:
+    ne, ng = len(ecols), len(gcols)
+    n_e, n_g = len(expected.rows), len(got.rows)
+    if n_e != n_g:
+        return False, "row_count", f"expected {n_e} rows, got {n_g}", None
+    if ng < ne:
+        return False, "missing_column", f"expected {ne} columns, candidate has only {ng}", None
+    if ne == 0:
+        return True, "match", None, ()
+    cands: list[list[int]] = []
+    for i, ec in enumerate(ecols):
+        c = [j for j, gc in enumerate(gcols) if _compatible(ec, gc)]
+        if not c:
+            sample = ", ".join(_fmt(v) for v in dict.fromkeys(r[i] for r in expected.rows[:5]))
+            return (
+                False,
+                "missing_column",
+                f"no candidate column holds the values of expected column {expected.columns[i]!r}"
+                f" (e.g. {sample})",
+                None,
+            )
+        cands.append(c)
+    gident = [gc.ident() for gc in gcols]
+    eident = [ec.ident() for ec in ecols]
+    order = sorted(range(ne), key=lambda i: (len(cands[i]), eident[i], i))
+    base = _Rows(n_e, n_g)
+    if seg is not None:
+        base = base.add(seg, seg, int(seg.max(initial=-1)) + 1)
+    snap_cache: dict[tuple[int, int, bool], _Snap] = {}
+    single_ok: dict[tuple[int, int, bool], bool] = {}
+
+    def snap(i: int, j: int, exact_only: bool) -> _Snap:
+        key = (i, j, exact_only)
+        s = snap_cache.get(key)
+        if s is None:
+            s = snap_cache[key] = _snap(ecols[i], gcols[j], True, exact_only)
+        return s
+
+    def single(i: int, j: int, exact_only: bool) -> bool:
+        key = (i, j, exact_only)
+        if key not in single_ok:
+            single_ok[key] = _bags(base, [snap(i, j, exact_only)])[0]
+        return single_ok[key]
+
+    assign: dict[int, int] = {}
+    used: set[int] = set()
+    budget = [0]
+
+    def search(depth: int, rows: _Rows, pending: list[_Snap], exact_only: bool) -> bool:
+        if depth == ne:
+            return _bags(rows, pending)[0] if pending else True
+        i = order[depth]
+        tried: set[int] = set()
+        prev_same = None
+        p = order[depth - 1] if depth else None
+        if p is not None and eident[p] == eident[i] and ecols[p].keys == ecols[i].keys:
+            prev_same = assign[p]  # identical expected columns: assign in increasing order
+        for j in cands[i]:
+            if j in used or gident[j] in tried or (prev_same is not None and j < prev_same):
+                continue
+            budget[0] += 1
+            if budget[0] > 200_000:
+                raise _SearchBudget
+            if not single(i, j, exact_only):
+                continue
+            tried.add(gident[j])  # an identical candidate column would fail the same way
+            s = snap(i, j, exact_only)
+            if s.amb:
+                nxt_rows, nxt_pending = rows, [*pending, s]
+            else:
+                nxt_rows, nxt_pending = rows.add(s.exp, s.got, _card(s)), pending
+                if not nxt_rows.bag_equal():
+                    continue
+            assign[i] = j
+            used.add(j)
+            if search(depth + 1, nxt_rows, nxt_pending, exact_only):
+                return True
+            used.discard(j)
+            del assign[i]
+        return False
+
+    modes = (True, False) if any(ec.nonint for ec in ecols) else (True,)
+    found = False
+    try:
+        for exact_only in modes:
+            assign.clear()
+            used.clear()
+            if search(0, base, [], exact_only):
+                found = True
+                break
+    except _SearchBudget:  # pragma: no cover - pathological inputs only
+        found = False
+    if found:
+        return True, "match", None, tuple(assign[i] for i in range(ne))
+    last = modes[-1]
+    lonely = [expected.columns[i] for i in range(ne) if not any(single(i, j, last) for j in cands[i])]
+    unordered = seg is not None and _compare_facts(expected, got, ecols, gcols, None)[0]
+    if unordered:
+        return False, "order", "the expected columns are present but rows come in a different order", None
+    if lonely:
+        return (
+            False,
+            "missing_column",
+            f"no candidate column matches expected column(s) {', '.join(map(repr, lonely))}",
+            None,
+        )
+    return (
+        False,
+        "no_alignment",
+        "every expected column has a matching candidate column on its own, but no assignment "
+        "lines the rows up (values paired with the wrong rows, e.g. columns sorted independently)",
+        None,
+    )
+
+
+class _SearchBudget(Exception):
+    pass
+
+
+def compare(
+    expected: ResultSet,
+    got: ResultSet,
+    order_matters: bool = False,
+    order_keys: Sequence[str] = (),
+) -> Comparison:
+    """Compare a candidate result with an expected one under both rules (see module doc).
+
+    >>> e = ResultSet(columns=["k", "v"], types=["VARCHAR", "BIGINT"], rows=[["a", 1], ["b", 1]])
+    >>> g = ResultSet(columns=["k", "v"], types=["VARCHAR", "BIGINT"], rows=[["b", 1], ["a", 1]])
+    >>> compare(e, g).exact, compare(e, g, order_matters=True).exact
+    (True, False)
+    >>> compare(e, g, order_matters=True, order_keys=["v"]).exact  # tied on v: any order
+    True
+    """
+    ecols = _columns(expected)
+    gcols = _columns(got)
+    seg = _segments(expected, ecols, order_keys) if order_matters else None
+    if seg is not None and len(expected.rows) != len(got.rows):
+        seg = None  # row counts differ: reported as such below
+    exact, exact_reason, exact_msg = _compare_exact(expected, got, ecols, gcols, seg)
+    if exact:
+        return Comparison(True, True, "match", "match", tuple(range(len(ecols))), None)
+    facts, facts_reason, facts_msg, cmap = _compare_facts(expected, got, ecols, gcols, seg)
+    if facts:
+        msg = f"exact: {exact_msg}; got-the-facts passes with columns {list(cmap or ())}"
+    elif exact_msg == facts_msg or facts_msg is None:
+        msg = exact_msg
+    else:
+        msg = f"exact: {exact_msg}; got-the-facts: {facts_msg}"
+    return Comparison(False, facts, exact_reason, facts_reason, cmap, msg)
+
+
+def compare_any(
+    accepted: Sequence[ResultSet], got: ResultSet, order_matters: bool = False, order_keys: Sequence[str] = ()
+) -> Comparison:
+    """Compare against every accepted result; an exact pass anywhere beats a facts pass.
+
+    The returned comparison records the index of the accepted result used (``alternative``);
+    when nothing passes it is the comparison with the primary reading.
+    """
+    if not accepted:
+        raise ValueError("no accepted result to compare with")
+    best: Comparison | None = None
+    for idx, exp in enumerate(accepted):
+        keys = [k for k in order_keys if k in exp.columns] if idx else order_keys
+        c = compare(exp, got, order_matters, keys)
+        c = Comparison(c.exact, c.facts, c.exact_reason, c.facts_reason, c.column_map, c.mismatch, idx)
+        if c.exact:
+            return c
+        if best is None or (c.facts and not best.facts):
+            best = c
+    assert best is not None
+    return best
+
+
+def grade_against(case: Case, got: ResultSet) -> Comparison:
+    """Compare ``got`` with every accepted result of ``case`` (passing any one passes)."""
+    return compare_any(case.accepted_results(), got, case.order_matters, case.order_keys)
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+def grade_attempt(
+    case: Case, attempt: Attempt, execution: Execution | None, *, grader_version: str = GRADER_VERSION
+) -> Grade:
+    """The outcome of one attempt (SPEC §4 table), with the reason kept.
+
+    - provider/harness errors → ERROR (outside the denominator);
+    - should-refuse case: a refusal → DEFERRED_CORRECTLY, any SQL → WRONG (even when the
+      guard then blocked it: the system did not decline);
+    - answerable case: a refusal → DEFERRED_WRONGLY; guard refusal, timeout, SQL error or a
+      truncated result → WRONG; rows → CORRECT / CORRECT_FACTS / WRONG by :func:`compare`;
+    - a case without a frozen expected result gets no outcome (execution-only score).
+    """
+    if attempt.key[1] != case.id:
+        raise ValueError(f"attempt is for case {attempt.case_id!r}, not {case.id!r}")
+    if execution is not None and execution.key != attempt.key:
+        raise ValueError(f"execution {execution.key} does not belong to attempt {attempt.key}")
+    meta = {
+        "config_version": attempt.config_version,
+        "case_id": attempt.case_id,
+        "run_index": attempt.run_index,
+        "grader_version": grader_version,
+        "band": case.band,
+        "difficulty": case.difficulty,
+        "split": case.split,
+        "cluster": case.cluster,
+        "case_status": case.status,
+        "snapshot_id": case.snapshot_id,
+    }
+
+    def g(outcome, reason, **kw) -> Grade:
+        return Grade(outcome=outcome, reason=reason, **meta, **kw)
+
+    if attempt.kind == "error":
+        return g("ERROR", f"provider_error:{attempt.error_code}", mismatch=attempt.error_message)
+    if attempt.kind == "sql":
+        if execution is None:
+            return g("ERROR", "harness_error:no_execution", mismatch="no execution record for this attempt")
+        if execution.status == "error" and execution.error_source == "harness":
+            return g("ERROR", f"harness_error:{execution.error_code or 'unknown'}", mismatch=execution.error_message)
+    executed = None if attempt.kind != "sql" else execution.status == "ok"  # type: ignore[union-attr]
+
+    if not case.answerable:
+        if attempt.kind == "refusal":
+            return g("DEFERRED_CORRECTLY", "declined", mismatch=None)
+        assert execution is not None
+        if execution.status == "refused":
+            return g(
+                "WRONG",
+                f"answered_should_refuse:guard_blocked:{execution.layer}:{execution.reason}",
+                mismatch=f"the system answered; the guard ({execution.layer}) blocked it: {execution.message or execution.reason}",
+                executed=executed,
+            )
+        return g("WRONG", "answered_should_refuse", mismatch="the system answered a question it should have declined", executed=executed)
+
+    if attempt.kind == "refusal":
+        return g("DEFERRED_WRONGLY", "over_refusal", mismatch=attempt.refusal_reason)
+    assert execution is not None
+    if execution.status == "refused":
+        return g(
+            "WRONG", f"guard_refused:{execution.layer}:{execution.reason}", mismatch=execution.message, executed=False
+        )
+    if execution.status == "timeout":
+        return g("WRONG", "timeout", mismatch=execution.message or "execution time cap reached", executed=False)
+    if execution.status == "error":
+        return g("WRONG", f"sql_error:{execution.error_code or 'unknown'}", mismatch=execution.error_message, executed=False)
+    accepted = case.accepted_results()
+    if not accepted:
+        return g(None, "unverified_execution_only", executed=True)
+    assert execution.result is not None
+    if execution.truncated:
+        return g(
+            "WRONG", "result_truncated", exact=False, facts=False, executed=True,
+            mismatch=f"result truncated at {execution.result.row_count} rows by the result cap",
+        )
+    c = compare_any(accepted, execution.result, case.order_matters, case.order_keys)
+    if c.exact:
+        return g("CORRECT", "match", exact=True, facts=True, alternative=c.alternative, executed=True)
+    if c.facts:
+        return g(
+            "CORRECT_FACTS", f"facts_only:{c.exact_reason}", exact=False, facts=True,
+            alternative=c.alternative, mismatch=c.mismatch, executed=True,
+        )
+    return g(
+        "WRONG", f"result_mismatch:{c.facts_reason if c.exact_reason == 'column_count' else c.exact_reason}",
+        exact=False, facts=False, mismatch=c.mismatch, executed=True,
+    )

@@ -1,0 +1,1 @@
+"""Guarded execution of untrusted SQL (SPEC §3)."""

@@ -1,0 +1,94 @@
+"""Materialize Dagster assets in-process from the CLI: the same assets as the Dagster UI, so
+there is one pipeline. Runs are recorded in ``$SQLEVAL_HOME/dagster_home`` (the instance that
+``make ui`` opens), so CLI runs show up in the UI's run history and lineage."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqleval_pipeline import paths
+
+
+class RunFailed(RuntimeError):
+    """A materialization failed; ``str()`` is the underlying error a person should read."""
+
+    def __init__(self, step: str, message: str):
+        self.step = step
+        super().__init__(f"[{step}] {message}")
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    seconds: float
+    materialized: dict[str, dict[str, Any]] = field(default_factory=dict)
+    checks: dict[str, bool] = field(default_factory=dict)
+
+
+def ensure_dagster_home(home: paths.Home) -> str:
+    dh = home.dagster_home
+    dh.mkdir(parents=True, exist_ok=True)
+    cfg = dh / "dagster.yaml"
+    if not cfg.exists():
+        cfg.write_text("telemetry:\n  enabled: false\n")
+    os.environ["DAGSTER_HOME"] = str(dh)
+    return str(dh)
+
+
+def _root_message(err) -> str:
+    """The innermost user-facing message of a serialized Dagster error."""
+    msgs = []
+    while err is not None:
+        if err.message:
+            msgs.append(err.message.strip())
+        err = err.cause
+    user = [m for m in msgs if not m.startswith("dagster._core.errors")]
+    return (user[0] if user else msgs[-1]) if msgs else "unknown error"
+
+
+WAREHOUSE_GROUPS = ["raw", "staging", "marts", "sensitive"]
+FOUNDATION_GROUPS = [*WAREHOUSE_GROUPS, "snapshot", "golden"]
+
+
+def materialize(groups: list[str], run_config: dict | None = None,
+                home: paths.Home | None = None) -> RunSummary:
+    """Materialize the assets of the given groups in-process; raise RunFailed on failure."""
+    home = home or paths.home()
+    ensure_dagster_home(home)
+    import dagster as dg
+
+    from sqleval_pipeline.definitions import build_definitions
+
+    defs = build_definitions(str(home.root))
+    assets = list(defs.assets or [])
+    config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    if run_config:
+        config.update(run_config)
+    started = time.perf_counter()
+    with dg.DagsterInstance.get() as instance:
+        result = dg.materialize(
+            assets,
+            selection=dg.AssetSelection.groups(*groups),
+            resources=defs.resources,
+            instance=instance,
+            run_config=config,
+            raise_on_error=False,
+        )
+    summary = RunSummary(result.run_id, time.perf_counter() - started)
+    for ev in result.get_asset_materialization_events():
+        mat = ev.event_specific_data.materialization
+        summary.materialized[mat.asset_key.to_user_string()] = {
+            k: getattr(v, "value", v) for k, v in mat.metadata.items()
+        }
+    for ev in result.get_asset_check_evaluations():
+        summary.checks[f"{ev.asset_key.to_user_string()}:{ev.check_name}"] = ev.passed
+    if not result.success:
+        failures = result.get_step_failure_events()
+        if failures:
+            f = failures[0]
+            raise RunFailed(f.step_key or "run", _root_message(f.step_failure_data.error))
+        raise RunFailed("run", "the run did not succeed (see `make ui` for its log)")
+    return summary

@@ -1,0 +1,307 @@
+"""Typed records passed between pipeline stages: attempts, executions, grades, diagnoses.
+
+Every record carries the attempt key ``(config_version, case_id, run_index)`` so that a
+scorecard number can be traced back to the question, the SQL and the rows behind it.
+
+>>> a = Attempt(config_version="cfg1", case_id="q01", run_index=0, kind="sql", sql="SELECT 1")
+>>> a.key
+('cfg1', 'q01', 0)
+>>> Execution(config_version="cfg1", case_id="q01", run_index=0, status="refused",
+...           layer="filter", reason="not_select", message="root is an INSERT").status
+'refused'
+
+Records are persisted as JSON Lines (always available) or Parquet (written and read by
+DuckDB, no pyarrow needed) with :func:`save_records` / :func:`load_records`. Nested fields
+(a :class:`~sqleval_pipeline.results.ResultSet`, usage) are stored as JSON text in Parquet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import types
+import typing
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
+
+from sqleval_pipeline.results import ResultSet
+
+Outcome = Literal[
+    "CORRECT", "CORRECT_FACTS", "WRONG", "DEFERRED_CORRECTLY", "DEFERRED_WRONGLY", "ERROR"
+]
+OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
+#: outcomes that count as a success for the case's band (answer right, or refusal held)
+SUCCESS_OUTCOMES = frozenset({"CORRECT", "CORRECT_FACTS", "DEFERRED_CORRECTLY"})
+
+FailureCategory = Literal[
+    "wrong_table", "wrong_filter", "wrong_metric", "wrong_grain", "ambiguous_question", "harness_bug"
+]
+FAILURE_CATEGORIES: tuple[str, ...] = FailureCategory.__args__  # type: ignore[attr-defined]
+
+GuardLayer = Literal["filter", "database", "sandbox", "cap"]
+
+
+class AttemptKey(BaseModel):
+    """The identity of one attempt: (configuration version, case, run index)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config_version: str = Field(min_length=1)
+    case_id: str = Field(min_length=1)
+    run_index: int = Field(ge=0)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.config_version, self.case_id, self.run_index)
+
+
+class Usage(BaseModel):
+    """Provider usage for one attempt (all optional: not every generator reports them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+
+
+class Attempt(AttemptKey):
+    """The system's answer to one case in one run: SQL, a refusal, or an error.
+
+    ``kind="error"`` means no answer was obtained for reasons outside the system under
+    test (provider outage, rate limit, harness fault); it grades as ERROR and leaves the
+    denominator. A refusal is the system declining (``refusal_reason`` says why).
+    """
+
+    batch_id: str | None = None
+    kind: Literal["sql", "refusal", "error"]
+    sql: str | None = None
+    refusal_reason: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    model: str | None = None
+    usage: Usage | None = None
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> Attempt:
+        if self.kind == "sql" and not (self.sql and self.sql.strip()):
+            raise ValueError("an attempt of kind 'sql' needs non-empty sql")
+        if self.kind == "error" and not self.error_code:
+            raise ValueError("an attempt of kind 'error' needs an error_code (e.g. 'provider_timeout')")
+        if self.kind != "sql" and self.sql is not None:
+            raise ValueError(f"an attempt of kind {self.kind!r} carries no sql")
+        return self
+
+
+class Execution(AttemptKey):
+    """An attempt's SQL run through the guard.
+
+    - ``status="ok"``: ``result`` holds the (possibly ``truncated``) rows.
+    - ``status="refused"``: the guard layer ``layer`` refused with a reason code ``reason``
+      and a human ``message``.
+    - ``status="timeout"``: the execution-time cap or the wall-clock kill fired.
+    - ``status="error"``: ``error_source="sql"`` when the database rejected the system's SQL
+      (parse/binder/runtime error: the system's fault, graded WRONG) or ``"harness"`` when the
+      harness itself failed (graded ERROR, outside the denominator).
+    """
+
+    status: Literal["ok", "refused", "timeout", "error"]
+    result: ResultSet | None = None
+    truncated: bool = False
+    elapsed_ms: float | None = None
+    layer: GuardLayer | None = None
+    reason: str | None = None
+    message: str | None = None
+    error_source: Literal["sql", "harness"] | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+
+    @field_validator("result", mode="before")
+    @classmethod
+    def _decode_result(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return ResultSet.from_json(v)
+        return v
+
+    @field_serializer("result")
+    def _encode_result(self, v: ResultSet | None) -> dict[str, Any] | None:
+        return None if v is None else v.to_json()
+
+    @model_validator(mode="after")
+    def _check_status(self) -> Execution:
+        if self.status == "ok" and self.result is None:
+            raise ValueError("an ok execution needs a result")
+        if self.status == "refused" and (self.layer is None or not self.reason):
+            raise ValueError("a refused execution needs the refusing layer and a reason code")
+        if self.status == "error" and self.error_source is None:
+            raise ValueError(
+                "an error execution needs error_source: 'sql' (the system's SQL failed) "
+                "or 'harness' (the harness failed)"
+            )
+        return self
+
+
+class Grade(AttemptKey):
+    """An attempt's outcome under the grading rules, with the case metadata scoring needs.
+
+    ``outcome`` is None only for cases that have no frozen expected result yet
+    (``case_status`` unverified/generated): they get an execution-only score
+    (``executed``) and stay out of every accuracy.
+    """
+
+    outcome: Outcome | None
+    exact: bool | None = None
+    facts: bool | None = None
+    reason: str = Field(description="readable reason code, e.g. 'match', 'guard_refused:filter:not_select'")
+    mismatch: str | None = None
+    alternative: int | None = Field(default=None, description="index of the accepted result that matched")
+    executed: bool | None = None
+    grader_version: str
+    band: str
+    difficulty: str
+    split: str
+    cluster: str
+    case_status: str = "verified"
+    snapshot_id: str | None = None
+
+
+class Diagnosis(AttemptKey):
+    """Why a failed attempt failed, from a judge (``judge`` names it, e.g. 'rules', 'llm:<model>')."""
+
+    category: FailureCategory
+    explanation: str
+    judge: str = Field(min_length=1)
+    judge_version: str | None = None
+
+
+# --------------------------------------------------------------------------- persistence
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _is_nested(annotation: Any) -> bool:
+    """True when a field's type is a model, list or dict (stored as JSON text in Parquet)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    origin = typing.get_origin(annotation)
+    if origin in (list, dict, tuple, set):
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_nested(a) for a in typing.get_args(annotation))
+    return annotation in (list, dict)
+
+
+def save_records(path: str | os.PathLike[str], records: Sequence[BaseModel]) -> Path:
+    """Write records to ``.jsonl`` / ``.json`` (JSON Lines) or ``.parquet`` (via DuckDB).
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "a.jsonl")
+    >>> _ = save_records(p, [Attempt(config_version="c", case_id="q1", run_index=0, kind="refusal")])
+    >>> load_records(p, Attempt)[0].kind
+    'refusal'
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".parquet":
+        if not records:
+            raise ValueError("cannot write an empty Parquet file (no schema): write .jsonl instead")
+        _save_parquet(path, records)
+    else:
+        with path.open("w", encoding="utf-8") as fh:
+            for r in records:
+                fh.write(r.model_dump_json())
+                fh.write("\n")
+    return path
+
+
+def _save_parquet(path: Path, records: Sequence[BaseModel]) -> None:
+    import duckdb
+
+    model = type(records[0])
+    nested = {n for n, f in model.model_fields.items() if _is_nested(f.annotation)}
+    with tempfile.TemporaryDirectory() as tmp:
+        staging = Path(tmp) / "records.jsonl"
+        with staging.open("w", encoding="utf-8") as fh:
+            for r in records:
+                row = r.model_dump(mode="json")
+                for n in nested:
+                    row[n] = None if row[n] is None else json.dumps(row[n], sort_keys=True)
+                fh.write(json.dumps(row))
+                fh.write("\n")
+        con = duckdb.connect()
+        try:
+            cols = ", ".join(
+                f"{json.dumps(n)}: '{_duck_type(model.model_fields[n].annotation, n in nested)}'"
+                for n in model.model_fields
+            )
+            con.execute(
+                f"COPY (SELECT * FROM read_json(?, format='newline_delimited', columns={{{cols}}})) "
+                f"TO '{_sql_str(str(path))}' (FORMAT parquet)",
+                [str(staging)],
+            )
+        finally:
+            con.close()
+
+
+def _sql_str(s: str) -> str:
+    return s.replace("'", "''")
+
+
+def _duck_type(annotation: Any, nested: bool) -> str:
+    if nested:
+        return "VARCHAR"
+    args = set(typing.get_args(annotation)) - {type(None)} or {annotation}
+    if args <= {bool}:
+        return "BOOLEAN"
+    if args <= {int}:
+        return "BIGINT"
+    if args <= {float, int}:
+        return "DOUBLE"
+    return "VARCHAR"
+
+
+def load_records(path: str | os.PathLike[str], model: type[M]) -> list[M]:
+    """Read records written by :func:`save_records` (``.jsonl``, ``.json`` or ``.parquet``).
+
+    A ``.json`` file may also hold a JSON array of records.
+    """
+    path = Path(path)
+    if path.suffix == ".parquet":
+        import duckdb
+
+        nested = {n for n, f in model.model_fields.items() if _is_nested(f.annotation)}
+        con = duckdb.connect()
+        try:
+            cur = con.execute("SELECT * FROM read_parquet(?)", [str(path)])
+            names = [d[0] for d in cur.description]
+            rows = cur.fetchall()
+        finally:
+            con.close()
+        out = []
+        for row in rows:
+            data = dict(zip(names, row, strict=True))
+            for n in nested & data.keys():
+                if isinstance(data[n], str):
+                    data[n] = json.loads(data[n])
+            out.append(model.model_validate(data))
+        return out
+    text = path.read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        return [model.model_validate(d) for d in json.loads(stripped)]
+    return [model.model_validate_json(line) for line in text.splitlines() if line.strip()]
+
+
+def index_by_key(records: Iterable[AttemptKey]) -> dict[tuple[str, str, int], AttemptKey]:
+    """Map records by their attempt key; raises on duplicates (one record per attempt)."""
+    out: dict[tuple[str, str, int], AttemptKey] = {}
+    for r in records:
+        if r.key in out:
+            raise ValueError(f"duplicate record for attempt {r.key}")
+        out[r.key] = r
+    return out

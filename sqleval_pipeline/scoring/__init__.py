@@ -1,0 +1,30 @@
+"""Scorecards, paired diffs and the regression gate (SPEC §5, §7). Free of Dagster imports.
+
+>>> from sqleval_pipeline.scoring import build_scorecard, diff, gate, load_decisions  # doctest: +SKIP
+"""
+
+from sqleval_pipeline.scoring.diff import Diff, IncomparableScorecards, check_comparable, diff
+from sqleval_pipeline.scoring.gate import Decision, GateResult, gate, load_decisions
+from sqleval_pipeline.scoring.scorecard import (
+    CalibratedRefusal,
+    Scorecard,
+    build_scorecard,
+    calibrated_refusal,
+    load_scorecard,
+)
+
+__all__ = [
+    "CalibratedRefusal",
+    "Decision",
+    "Diff",
+    "GateResult",
+    "IncomparableScorecards",
+    "Scorecard",
+    "build_scorecard",
+    "calibrated_refusal",
+    "check_comparable",
+    "diff",
+    "gate",
+    "load_decisions",
+    "load_scorecard",
+]

@@ -1,0 +1,119 @@
+"""CLI for scorecards, diffs and the regression gate (mounted by the main ``sqleval`` CLI).
+
+    sqleval scorecard grades.parquet --out scorecard.json [--diagnoses d.jsonl] [--tuned]
+    sqleval diff baseline.json candidate.json [--rebase] [--out diff.json] [--markdown diff.md]
+    sqleval gate baseline.json candidate.json [--decisions evals/decisions.yaml]
+                 [--fail-on-case-regression]        # exit code 1 when the gate fails
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from sqleval_pipeline.records import Diagnosis, Grade, load_records
+from sqleval_pipeline.scoring import stats
+from sqleval_pipeline.scoring.diff import IncomparableScorecards, diff
+from sqleval_pipeline.scoring.gate import DEFAULT_DECISIONS, gate, load_decisions
+from sqleval_pipeline.scoring.render import (
+    diff_markdown,
+    gate_markdown,
+    render_diff,
+    render_gate,
+    render_scorecard,
+    scorecard_markdown,
+)
+from sqleval_pipeline.scoring.scorecard import Scorecard, build_scorecard
+
+app = typer.Typer(help="Scorecards, paired diffs and the regression gate.", no_args_is_help=True)
+console = Console()
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    console.print(f"[red]error:[/red] {msg}")
+    raise typer.Exit(code)
+
+
+@app.command("scorecard")
+def scorecard_cmd(
+    grades: Path = typer.Argument(..., exists=True, dir_okay=False, help="grades (.parquet, .jsonl or .json)"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="write the scorecard JSON here"),
+    diagnoses: Path | None = typer.Option(None, "--diagnoses", exists=True, dir_okay=False),
+    config_version: str | None = typer.Option(None, "--config-version", help="pick one configuration"),
+    tuned: bool = typer.Option(False, "--tuned", help="label: measured after tuning on these cases"),
+    label: str | None = typer.Option(None, "--label"),
+    markdown: Path | None = typer.Option(None, "--markdown", help="also write a Markdown report"),
+    seed: int = typer.Option(stats.DEFAULT_SEED, "--seed"),
+    resamples: int = typer.Option(stats.DEFAULT_RESAMPLES, "--resamples"),
+) -> None:
+    """Build a scorecard from stored grades (+ diagnoses) and print it."""
+    try:
+        gs = load_records(grades, Grade)
+        ds = load_records(diagnoses, Diagnosis) if diagnoses else []
+        sc = build_scorecard(gs, ds, config_version=config_version, tuned=tuned, label=label,
+                             seed=seed, resamples=resamples)
+    except ValueError as e:
+        _fail(str(e))
+        return
+    render_scorecard(sc, console)
+    if out:
+        sc.save(out)
+        console.print(f"scorecard written to {out}")
+    if markdown:
+        markdown.write_text(scorecard_markdown(sc), encoding="utf-8")
+
+
+@app.command("diff")
+def diff_cmd(
+    baseline: Path = typer.Argument(..., exists=True, dir_okay=False),
+    candidate: Path = typer.Argument(..., exists=True, dir_okay=False),
+    rebase: bool = typer.Option(False, "--rebase", help="compare across grader/snapshot changes knowingly"),
+    out: Path | None = typer.Option(None, "--out", "-o"),
+    markdown: Path | None = typer.Option(None, "--markdown"),
+    seed: int = typer.Option(stats.DEFAULT_SEED, "--seed"),
+    resamples: int = typer.Option(stats.DEFAULT_RESAMPLES, "--resamples"),
+) -> None:
+    """Paired diff of two scorecard JSON files."""
+    try:
+        d = diff(Scorecard.load(baseline), Scorecard.load(candidate), rebase=rebase, seed=seed, resamples=resamples)
+    except (IncomparableScorecards, ValueError) as e:
+        _fail(str(e))
+        return
+    render_diff(d, console)
+    if out:
+        d.save(out)
+        console.print(f"diff written to {out}")
+    if markdown:
+        markdown.write_text(diff_markdown(d), encoding="utf-8")
+
+
+@app.command("gate")
+def gate_cmd(
+    baseline: Path = typer.Argument(..., exists=True, dir_okay=False),
+    candidate: Path = typer.Argument(..., exists=True, dir_okay=False),
+    decisions: Path = typer.Option(DEFAULT_DECISIONS, "--decisions"),
+    fail_on_case_regression: bool = typer.Option(False, "--fail-on-case-regression"),
+    rebase: bool = typer.Option(False, "--rebase"),
+    out: Path | None = typer.Option(None, "--out", "-o"),
+    markdown: Path | None = typer.Option(None, "--markdown"),
+) -> None:
+    """Regression gate: exit code 1 when the candidate regresses without a recorded decision."""
+    try:
+        result = gate(Scorecard.load(baseline), Scorecard.load(candidate), load_decisions(decisions),
+                      fail_on_case_regression=fail_on_case_regression, rebase=rebase)
+    except (IncomparableScorecards, ValueError) as e:
+        _fail(str(e))
+        return
+    render_gate(result, console)
+    if out:
+        out.write_text(result.to_json(), encoding="utf-8")
+    if markdown:
+        markdown.write_text(gate_markdown(result), encoding="utf-8")
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,277 @@
+"""Paired comparison of two scorecards (SPEC §5, §7).
+
+Cases are paired by id. A case *passes* when more than half of its graded runs succeeded
+(CORRECT, CORRECT_FACTS, or DEFERRED_CORRECTLY on a should-refuse case). Metric deltas get
+paired cluster-bootstrap intervals (the same resampled clusters for both configurations);
+McNemar's exact test runs on the per-case pass/fail pairs.
+
+>>> from sqleval_pipeline.records import Grade
+>>> from sqleval_pipeline.scoring.scorecard import build_scorecard
+>>> def sc(cfg, outcomes):
+...     return build_scorecard([Grade(config_version=cfg, case_id=f"q{i}", run_index=0, outcome=o,
+...         reason="x", grader_version="r1", band="answerable", difficulty="top_k", split="dev",
+...         cluster=f"c{i % 2}") for i, o in enumerate(outcomes)], resamples=200)
+>>> d = diff(sc("base", ["CORRECT", "WRONG", "CORRECT"]), sc("cand", ["WRONG", "CORRECT", "CORRECT"]))
+>>> d.newly_failing, d.newly_passing, d.metric("accuracy").delta
+(['q0'], ['q1'], 0.0)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from sqleval_pipeline.scoring import stats
+from sqleval_pipeline.scoring.scorecard import (
+    ANSWERABLE_BANDS,
+    METRICS,
+    CaseResult,
+    Interval,
+    PowerAnalysis,
+    Scorecard,
+    cluster_sums,
+    power_analysis,
+)
+
+DIFF_SCHEMA = "sqleval.diff/1"
+
+
+class IncomparableScorecards(ValueError):
+    """The two scorecards measure different things (grader or snapshot) and were not re-based."""
+
+
+class MetricDelta(BaseModel):
+    metric: str
+    slice: str = Field(description="'overall', 'split:dev', 'difficulty:top_k', 'band:answerable'")
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+    ci: Interval | None = None
+
+
+class CaseChange(BaseModel):
+    case_id: str
+    band: str
+    split: str
+    difficulty: str
+    baseline_outcomes: list[str | None]
+    candidate_outcomes: list[str | None]
+    baseline_pass: bool | None
+    candidate_pass: bool | None
+    change: str = Field(description="newly_failing | newly_passing | still_failing | still_passing | ungraded")
+    candidate_failure_categories: list[str] = Field(default_factory=list)
+
+
+class McNemar(BaseModel):
+    pass_to_fail: int
+    fail_to_pass: int
+    n_paired: int
+    p_value: float
+    method: str = "exact McNemar (two-sided binomial test on discordant pairs, scipy.stats.binomtest)"
+
+
+class HistogramShift(BaseModel):
+    category: str
+    baseline: int
+    candidate: int
+    delta: int
+
+
+class Diff(BaseModel):
+    schema_version: str = DIFF_SCHEMA
+    baseline_config: str
+    candidate_config: str
+    baseline_grader_version: str
+    candidate_grader_version: str
+    baseline_snapshot_id: str | None
+    candidate_snapshot_id: str | None
+    rebased: bool
+    n_paired_cases: int
+    only_in_baseline: list[str]
+    only_in_candidate: list[str]
+    newly_failing: list[str]
+    newly_passing: list[str]
+    still_failing: list[str]
+    metrics: list[MetricDelta]
+    mcnemar: McNemar
+    histogram_shift: list[HistogramShift] | None
+    power: PowerAnalysis
+    cases: list[CaseChange]
+    bootstrap_seed: int
+    bootstrap_resamples: int
+    notes: list[str] = Field(default_factory=list)
+
+    def metric(self, metric: str, slice: str = "overall") -> MetricDelta:
+        for m in self.metrics:
+            if m.metric == metric and m.slice == slice:
+                return m
+        raise KeyError((metric, slice))
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Diff:
+        data = json.loads(text)
+        if data.get("schema_version") != DIFF_SCHEMA:
+            raise ValueError(f"unsupported diff schema {data.get('schema_version')!r} (expected {DIFF_SCHEMA})")
+        return cls.model_validate(data)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(self.to_json(), encoding="utf-8")
+        return p
+
+
+def check_comparable(baseline: Scorecard, candidate: Scorecard) -> list[str]:
+    """Reasons the two scorecards cannot be compared without re-basing (empty: comparable)."""
+    problems = []
+    if baseline.grader_version != candidate.grader_version:
+        problems.append(
+            f"grader versions differ ({baseline.grader_version} vs {candidate.grader_version}): changing the "
+            "grader changes the metric; re-grade both with one grader, or pass rebase=True / --rebase to "
+            "compare across the change knowingly"
+        )
+    if baseline.snapshot_id != candidate.snapshot_id:
+        problems.append(
+            f"snapshots differ ({baseline.snapshot_id} vs {candidate.snapshot_id}): the expected results are "
+            "not the same; re-run both on one snapshot, or pass rebase=True / --rebase"
+        )
+    return problems
+
+
+def _delta(base_cases: list[CaseResult], cand_cases: list[CaseResult], metric: str, slice_name: str,
+           *, seed: int, resamples: int) -> MetricDelta:
+    nb_names, nb, db = cluster_sums(base_cases, metric)
+    nc_names, nc, dc = cluster_sums(cand_cases, metric)
+    assert nb_names == nc_names  # same paired cases, same clusters
+    b = None if db.sum() == 0 else float(nb.sum() / db.sum())
+    c = None if dc.sum() == 0 else float(nc.sum() / dc.sum())
+    ci = None
+    if b is not None and c is not None:
+        lo, hi = stats.paired_bootstrap_delta(nb, db, nc, dc, resamples=resamples, seed=seed)
+        ci = Interval(low=lo, high=hi)
+    return MetricDelta(metric=metric, slice=slice_name, baseline=b, candidate=c,
+                       delta=None if b is None or c is None else c - b, ci=ci)
+
+
+def diff(
+    baseline: Scorecard,
+    candidate: Scorecard,
+    *,
+    rebase: bool = False,
+    seed: int = stats.DEFAULT_SEED,
+    resamples: int = stats.DEFAULT_RESAMPLES,
+) -> Diff:
+    """Paired per-case and per-metric comparison of two scorecards.
+
+    Raises :class:`IncomparableScorecards` when grader versions or snapshots differ, unless
+    ``rebase=True`` (the diff then says it was re-based).
+    """
+    problems = check_comparable(baseline, candidate)
+    if problems and not rebase:
+        raise IncomparableScorecards("refusing to compare: " + "; ".join(problems))
+    notes = [f"re-based: {p}" for p in problems]
+    base_by = {c.case_id: c for c in baseline.cases}
+    cand_by = {c.case_id: c for c in candidate.cases}
+    paired_ids = sorted(base_by.keys() & cand_by.keys())
+    for cid in paired_ids:
+        b, c = base_by[cid], cand_by[cid]
+        if (b.band, b.cluster, b.split, b.difficulty) != (c.band, c.cluster, c.split, c.difficulty):
+            notes.append(f"case {cid!r} changed metadata between the scorecards; baseline metadata used for slices")
+    # use the baseline's metadata for both sides so that slices and clusters pair up
+    base_cases = [base_by[i] for i in paired_ids]
+    cand_cases = [cand_by[i].model_copy(update={
+        "band": base_by[i].band, "cluster": base_by[i].cluster, "split": base_by[i].split,
+        "difficulty": base_by[i].difficulty}) for i in paired_ids]
+    kw = {"seed": seed, "resamples": resamples}
+
+    metrics: list[MetricDelta] = [_delta(base_cases, cand_cases, m, "overall", **kw) for m in METRICS]
+    for attr, values in (("split", ("dev", "heldout")),
+                         ("difficulty", sorted({c.difficulty for c in base_cases})),
+                         ("band", sorted({c.band for c in base_cases}))):
+        for v in values:
+            idx = [k for k, c in enumerate(base_cases) if getattr(c, attr) == v]
+            if not idx:
+                continue
+            bs, cs = [base_cases[k] for k in idx], [cand_cases[k] for k in idx]
+            names = ("accuracy", "strict_accuracy") if attr != "band" or v in ANSWERABLE_BANDS else ("refusal_hold",)
+            metrics.extend(_delta(bs, cs, m, f"{attr}:{v}", **kw) for m in names)
+
+    changes: list[CaseChange] = []
+    newly_failing, newly_passing, still_failing = [], [], []
+    b_to_f = f_to_p = 0
+    discordant = n_pairs = 0
+    for b, c in zip(base_cases, cand_cases, strict=True):
+        bp, cp = b.passed, c.passed
+        if bp is None or cp is None:
+            change = "ungraded"
+        elif bp and not cp:
+            change = "newly_failing"
+            newly_failing.append(b.case_id)
+        elif cp and not bp:
+            change = "newly_passing"
+            newly_passing.append(b.case_id)
+        elif not bp:
+            change = "still_failing"
+            still_failing.append(b.case_id)
+        else:
+            change = "still_passing"
+        if bp is not None and cp is not None and b.band in ANSWERABLE_BANDS:
+            n_pairs += 1
+            if bp != cp:
+                discordant += 1
+                if bp:
+                    b_to_f += 1
+                else:
+                    f_to_p += 1
+        changes.append(CaseChange(
+            case_id=b.case_id, band=b.band, split=b.split, difficulty=b.difficulty,
+            baseline_outcomes=b.outcomes, candidate_outcomes=c.outcomes,
+            baseline_pass=bp, candidate_pass=cp, change=change,
+            candidate_failure_categories=c.failure_categories,
+        ))
+
+    shift = None
+    if baseline.failure_histogram is not None or candidate.failure_histogram is not None:
+        hb = Counter(baseline.failure_histogram or {})
+        hc = Counter(candidate.failure_histogram or {})
+        shift = [HistogramShift(category=k, baseline=hb[k], candidate=hc[k], delta=hc[k] - hb[k])
+                 for k in sorted(hb.keys() | hc.keys())]
+        if baseline.failure_histogram is None or candidate.failure_histogram is None:
+            notes.append("only one scorecard has diagnoses: the histogram shift is one-sided")
+
+    overall_acc = next(m for m in metrics if m.metric == "accuracy" and m.slice == "overall")
+    power = power_analysis(
+        base_cases, overall_acc.baseline,
+        discordance=(discordant / n_pairs) if n_pairs else None, **kw,
+    )
+    return Diff(
+        baseline_config=baseline.config_version,
+        candidate_config=candidate.config_version,
+        baseline_grader_version=baseline.grader_version,
+        candidate_grader_version=candidate.grader_version,
+        baseline_snapshot_id=baseline.snapshot_id,
+        candidate_snapshot_id=candidate.snapshot_id,
+        rebased=bool(problems),
+        n_paired_cases=len(paired_ids),
+        only_in_baseline=sorted(base_by.keys() - cand_by.keys()),
+        only_in_candidate=sorted(cand_by.keys() - base_by.keys()),
+        newly_failing=newly_failing,
+        newly_passing=newly_passing,
+        still_failing=still_failing,
+        metrics=metrics,
+        mcnemar=McNemar(pass_to_fail=b_to_f, fail_to_pass=f_to_p, n_paired=n_pairs,
+                        p_value=stats.mcnemar_exact(b_to_f, f_to_p)),
+        histogram_shift=shift,
+        power=power,
+        cases=changes,
+        bootstrap_seed=seed,
+        bootstrap_resamples=resamples,
+        notes=notes,
+    )

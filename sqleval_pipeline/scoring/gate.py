@@ -1,0 +1,153 @@
+"""Regression gate (SPEC §7).
+
+The gate fails when, on the paired cases of the pinned set, the candidate's accuracy is below
+the baseline's — or, with ``fail_on_case_regression``, when any case that passed in the
+baseline now fails — unless ``evals/decisions.yaml`` holds a matching decision (who, why,
+date, baseline and candidate versions).
+
+>>> from sqleval_pipeline.records import Grade
+>>> from sqleval_pipeline.scoring.scorecard import build_scorecard
+>>> def sc(cfg, outcomes):
+...     return build_scorecard([Grade(config_version=cfg, case_id=f"q{i}", run_index=0, outcome=o,
+...         reason="x", grader_version="r1", band="answerable", difficulty="top_k", split="dev",
+...         cluster="c") for i, o in enumerate(outcomes)], resamples=100)
+>>> r = gate(sc("base", ["CORRECT", "CORRECT"]), sc("cand", ["CORRECT", "WRONG"]), [])
+>>> r.passed, r.failures[0][:35]
+(False, 'accuracy dropped from 100.0% to 50.')
+>>> ok = Decision(who="ana", why="accepted for latency", date="2025-06-01",
+...               baseline="base", candidate="cand")
+>>> gate(sc("base", ["CORRECT", "CORRECT"]), sc("cand", ["CORRECT", "WRONG"]), [ok]).passed
+True
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sqleval_pipeline.scoring import stats
+from sqleval_pipeline.scoring.diff import Diff, diff
+from sqleval_pipeline.scoring.scorecard import Scorecard
+
+GATE_SCHEMA = "sqleval.gate/1"
+DEFAULT_DECISIONS = Path("evals/decisions.yaml")
+_EPS = 1e-12
+
+
+class Decision(BaseModel):
+    """An explicit, recorded acceptance of a regression between two configuration versions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    who: str = Field(min_length=1)
+    why: str = Field(min_length=1)
+    date: _dt.date
+    baseline: str = Field(min_length=1, description="baseline configuration version (or a >= 7-char prefix)")
+    candidate: str = Field(min_length=1, description="candidate configuration version (or a >= 7-char prefix)")
+
+    def matches(self, baseline: str, candidate: str) -> bool:
+        return _version_match(self.baseline, baseline) and _version_match(self.candidate, candidate)
+
+
+def _version_match(pattern: str, version: str) -> bool:
+    return pattern == version or (len(pattern) >= 7 and version.startswith(pattern))
+
+
+def load_decisions(path: str | os.PathLike[str] = DEFAULT_DECISIONS) -> list[Decision]:
+    """Read ``decisions.yaml`` (a YAML list; a missing file or an empty document is no decision)."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise ValueError(f"{p}: expected a YAML list of decisions, got {type(data).__name__}")
+    out = []
+    for i, entry in enumerate(data):
+        try:
+            out.append(Decision.model_validate(entry))
+        except ValidationError as e:
+            raise ValueError(f"{p}: decision #{i + 1} is invalid (needs who, why, date, baseline, candidate): {e}") from e
+    return out
+
+
+class GateResult(BaseModel):
+    schema_version: str = GATE_SCHEMA
+    passed: bool
+    waived: bool = Field(description="a regression was found but a recorded decision accepts it")
+    baseline_config: str
+    candidate_config: str
+    baseline_accuracy: float | None
+    candidate_accuracy: float | None
+    delta: float | None
+    fail_on_case_regression: bool
+    failures: list[str]
+    regressed_cases: list[str]
+    decision: Decision | None = None
+    rebased: bool = False
+
+    @property
+    def message(self) -> str:
+        if not self.failures:
+            return "gate passed: no regression"
+        if self.waived and self.decision is not None:
+            d = self.decision
+            return f"gate passed by decision of {d.who} on {d.date}: {d.why} (regression: {'; '.join(self.failures)})"
+        return "gate FAILED: " + "; ".join(self.failures) + (
+            ". Record an explicit decision in evals/decisions.yaml (who, why, date, baseline, candidate) "
+            "to accept it."
+        )
+
+    def to_json(self) -> str:
+        data = self.model_dump(mode="json")
+        data["message"] = self.message
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def gate(
+    baseline: Scorecard,
+    candidate: Scorecard,
+    decisions: list[Decision],
+    *,
+    fail_on_case_regression: bool = False,
+    rebase: bool = False,
+    comparison: Diff | None = None,
+    seed: int = stats.DEFAULT_SEED,
+    resamples: int = 200,
+) -> GateResult:
+    """Apply the regression gate (raises IncomparableScorecards like :func:`diff`)."""
+    d = comparison or diff(baseline, candidate, rebase=rebase, seed=seed, resamples=resamples)
+    acc = d.metric("accuracy")
+    failures = []
+    if acc.delta is not None and acc.delta < -_EPS:
+        failures.append(
+            f"accuracy dropped from {100 * acc.baseline:.1f}% to {100 * acc.candidate:.1f}% "  # type: ignore[operator]
+            f"({100 * acc.delta:+.1f} points) on {d.n_paired_cases} paired cases"
+        )
+    elif acc.baseline is not None and acc.candidate is None:
+        failures.append("candidate has no graded answerable attempt (accuracy over nothing)")
+    if fail_on_case_regression and d.newly_failing:
+        failures.append(f"{len(d.newly_failing)} previously passing case(s) now fail: {', '.join(d.newly_failing[:10])}")
+    decision = None
+    if failures:
+        decision = next((x for x in decisions if x.matches(baseline.config_version, candidate.config_version)), None)
+    return GateResult(
+        passed=not failures or decision is not None,
+        waived=bool(failures) and decision is not None,
+        baseline_config=baseline.config_version,
+        candidate_config=candidate.config_version,
+        baseline_accuracy=acc.baseline,
+        candidate_accuracy=acc.candidate,
+        delta=acc.delta,
+        fail_on_case_regression=fail_on_case_regression,
+        failures=failures,
+        regressed_cases=d.newly_failing,
+        decision=decision,
+        rebased=d.rebased,
+    )

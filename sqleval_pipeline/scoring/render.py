@@ -1,0 +1,164 @@
+"""Console (rich) and Markdown renderings of scorecards, diffs and gate results.
+
+>>> from sqleval_pipeline.records import Grade
+>>> from sqleval_pipeline.scoring.scorecard import build_scorecard
+>>> sc = build_scorecard([Grade(config_version="c1", case_id="q1", run_index=0, outcome="CORRECT",
+...     reason="match", grader_version="r1", band="answerable", difficulty="top_k", split="dev",
+...     cluster="c")], resamples=50)
+>>> "| overall |" in scorecard_markdown(sc)
+True
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from sqleval_pipeline.scoring.diff import Diff
+from sqleval_pipeline.scoring.gate import GateResult
+from sqleval_pipeline.scoring.scorecard import Rate, Scorecard, SliceMetrics
+
+
+def pct(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "n/a"
+    return f"{100 * x:+.1f}" if signed else f"{100 * x:.1f}%"
+
+
+def fmt_rate(r: Rate | None) -> str:
+    if r is None or r.value is None:
+        return "n/a" + (f" (0/{r.den})" if r is not None and r.den == 0 else "")
+    ci = ""
+    if r.ci is not None and r.ci.low is not None:
+        ci = f" [{100 * r.ci.low:.1f}, {100 * r.ci.high:.1f}]"  # type: ignore[operator]
+    return f"{pct(r.value)}{ci} ({r.num}/{r.den})"
+
+
+def _slice_rows(sc: Scorecard) -> list[tuple[str, SliceMetrics]]:
+    rows = [("overall", sc.overall)]
+    rows += [(f"split {k}" + (" (tuned)" if sc.tuned and k == "dev" else ""), v) for k, v in sc.by_split.items()]
+    rows += [(f"band {k}", v) for k, v in sc.by_band.items()]
+    rows += [(f"difficulty {k}", v) for k, v in sc.by_difficulty.items()]
+    return rows
+
+
+def _summary_lines(sc: Scorecard) -> list[tuple[str, str]]:
+    lines = [
+        ("deferral rate", fmt_rate(sc.refusal.deferral_rate)),
+        ("over-refusal rate", fmt_rate(sc.refusal.over_refusal_rate)),
+        ("refusal hold (should-refuse)", fmt_rate(sc.refusal.refusal_hold)),
+        ("should-refuse answered, guard blocked", str(sc.refusal.should_refuse_guard_blocked)),
+        ("case-flip rate", fmt_rate(sc.case_flip_rate)),
+        ("errors (outside the denominator)", f"{sc.errors.count}" + (
+            " — " + ", ".join(f"{k}: {v}" for k, v in sc.errors.by_reason.items()) if sc.errors.by_reason else "")),
+        ("execution-only (unverified cases)", fmt_rate(sc.execution_only.executed_ok)),
+        ("power", sc.power.verdict),
+        ("cases needed (3/5/10 points)", ", ".join(
+            f"{r.difference_points}pt: {r.cases_needed_clustered}" for r in sc.power.rows)
+         + f" (discordance {sc.power.discordance:.3f}, {sc.power.discordance_source}; design effect {sc.power.design_effect})"),
+    ]
+    if sc.failure_histogram is not None:
+        lines.append((f"failure categories ({sc.failure_histogram_judge})",
+                      ", ".join(f"{k}: {v}" for k, v in sc.failure_histogram.items()) or "none"))
+    return lines
+
+
+def render_scorecard(sc: Scorecard, console: Console | None = None) -> None:
+    console = console or Console()
+    t = Table(title=f"Scorecard {sc.config_version} — grader {sc.grader_version}, snapshot {sc.snapshot_id}"
+              + (" — TUNED" if sc.tuned else ""))
+    for col in ("slice", "cases", "attempts", "accuracy [95% CI]", "strict [95% CI]", "mean over runs", "spread"):
+        t.add_column(col, justify="left" if col == "slice" else "right")
+    for name, m in _slice_rows(sc):
+        t.add_row(name, str(m.n_cases), str(m.n_attempts), fmt_rate(m.accuracy), fmt_rate(m.strict_accuracy),
+                  pct(m.mean_over_runs), pct(m.spread, signed=False))
+    console.print(t)
+    s = Table(show_header=False)
+    s.add_column("metric")
+    s.add_column("value")
+    for k, v in _summary_lines(sc):
+        s.add_row(k, v)
+    console.print(s)
+    for n in sc.notes:
+        console.print(f"[yellow]note:[/yellow] {n}")
+
+
+def scorecard_markdown(sc: Scorecard) -> str:
+    out = [f"## Scorecard `{sc.config_version}`" + (" (tuned)" if sc.tuned else ""), "",
+           f"Grader `{sc.grader_version}`, snapshot `{sc.snapshot_id}`, runs {sc.runs}, "
+           f"{sc.n_cases} cases, {sc.n_attempts} attempts. Intervals: 95% {sc.bootstrap.method} over "
+           f"{sc.bootstrap.n_clusters} clusters (seed {sc.bootstrap.seed}, {sc.bootstrap.resamples} resamples).", "",
+           "| slice | cases | attempts | accuracy [95% CI] | strict [95% CI] | mean over runs | spread |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, m in _slice_rows(sc):
+        out.append(f"| {name} | {m.n_cases} | {m.n_attempts} | {fmt_rate(m.accuracy)} | "
+                   f"{fmt_rate(m.strict_accuracy)} | {pct(m.mean_over_runs)} | {pct(m.spread)} |")
+    out += ["", "| metric | value |", "|---|---|"]
+    out += [f"| {k} | {v} |" for k, v in _summary_lines(sc)]
+    if sc.notes:
+        out += [""] + [f"- note: {n}" for n in sc.notes]
+    return "\n".join(out) + "\n"
+
+
+def _ci(m) -> str:
+    if m.ci is None or m.ci.low is None:
+        return "n/a"
+    return f"[{100 * m.ci.low:+.1f}, {100 * m.ci.high:+.1f}]"
+
+
+def render_diff(d: Diff, console: Console | None = None) -> None:
+    console = console or Console()
+    t = Table(title=f"Diff {d.baseline_config} → {d.candidate_config} ({d.n_paired_cases} paired cases)"
+              + (" — RE-BASED" if d.rebased else ""))
+    for col in ("metric", "slice", "baseline", "candidate", "Δ points", "95% CI (paired)"):
+        t.add_column(col)
+    for m in d.metrics:
+        t.add_row(m.metric, m.slice, pct(m.baseline), pct(m.candidate), pct(m.delta, signed=True), _ci(m))
+    console.print(t)
+    console.print(f"newly failing ({len(d.newly_failing)}): {', '.join(d.newly_failing) or '-'}")
+    console.print(f"newly passing ({len(d.newly_passing)}): {', '.join(d.newly_passing) or '-'}")
+    console.print(f"still failing ({len(d.still_failing)}): {', '.join(d.still_failing) or '-'}")
+    mc = d.mcnemar
+    console.print(f"McNemar exact: {mc.pass_to_fail} pass→fail, {mc.fail_to_pass} fail→pass, p = {mc.p_value:.4f}")
+    console.print(f"power: {d.power.verdict}")
+    if d.histogram_shift:
+        console.print("failure histogram shift: " + ", ".join(
+            f"{h.category} {h.baseline}→{h.candidate}" for h in d.histogram_shift))
+    for n in d.notes:
+        console.print(f"[yellow]note:[/yellow] {n}")
+
+
+def diff_markdown(d: Diff) -> str:
+    out = [f"## Diff `{d.baseline_config}` → `{d.candidate_config}`" + (" (re-based)" if d.rebased else ""), "",
+           f"{d.n_paired_cases} paired cases; grader `{d.candidate_grader_version}`.", "",
+           "| metric | slice | baseline | candidate | Δ points | 95% CI (paired bootstrap) |",
+           "|---|---|---:|---:|---:|---:|"]
+    for m in d.metrics:
+        out.append(f"| {m.metric} | {m.slice} | {pct(m.baseline)} | {pct(m.candidate)} | "
+                   f"{pct(m.delta, signed=True)} | {_ci(m)} |")
+    mc = d.mcnemar
+    out += ["",
+            f"- newly failing ({len(d.newly_failing)}): {', '.join(d.newly_failing) or '-'}",
+            f"- newly passing ({len(d.newly_passing)}): {', '.join(d.newly_passing) or '-'}",
+            f"- still failing ({len(d.still_failing)}): {', '.join(d.still_failing) or '-'}",
+            f"- McNemar exact: {mc.pass_to_fail} pass→fail, {mc.fail_to_pass} fail→pass, p = {mc.p_value:.4f}",
+            f"- power: {d.power.verdict}"]
+    if d.histogram_shift:
+        out.append("- failure histogram shift: " + ", ".join(
+            f"{h.category} {h.baseline}→{h.candidate} ({h.delta:+d})" for h in d.histogram_shift))
+    out += [f"- note: {n}" for n in d.notes]
+    return "\n".join(out) + "\n"
+
+
+def render_gate(r: GateResult, console: Console | None = None) -> None:
+    console = console or Console()
+    style = "green" if r.passed else "red"
+    console.print(f"[{style}]{r.message}[/{style}]")
+    console.print(f"accuracy {pct(r.baseline_accuracy)} → {pct(r.candidate_accuracy)} ({pct(r.delta, signed=True)} points)")
+
+
+def gate_markdown(r: GateResult) -> str:
+    status = "PASSED" if r.passed else "FAILED"
+    return (f"## Regression gate: {status}\n\n{r.message}\n\n"
+            f"accuracy {pct(r.baseline_accuracy)} → {pct(r.candidate_accuracy)} "
+            f"({pct(r.delta, signed=True)} points)\n")

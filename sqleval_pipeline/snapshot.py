@@ -1,0 +1,346 @@
+"""The pinned serving snapshot: freeze, identify, verify and open read-only.
+
+A snapshot is a separate DuckDB file holding *only* the allowlisted schemas of the warehouse
+(the marts), copied into its ``main`` schema. Sensitive schemas are never copied: in the
+serving file "not granted" means "not there".
+
+Its id is a content hash that does not depend on the machine or the DuckDB version: each
+table is reduced to its column names, coarse type families and the sorted SHA-256 digests of
+its rows in a canonical JSON encoding (:mod:`sqleval_pipeline.results`); the id hashes those
+per-table checksums with the as-of date. The manifest (``snapshots/<id>.json``) is committed;
+the built file lives under ``$SQLEVAL_HOME/snapshots`` and is not.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from pydantic import BaseModel
+
+from sqleval_pipeline.results import encode_value
+
+ALLOWLISTED_SCHEMAS: tuple[str, ...] = ("marts",)
+SERVING_SCHEMA = "main"
+PINNED_FILE = "pinned"
+_ID_RE = re.compile(r"^snap-[0-9a-f]{12}$")
+
+
+class SnapshotError(RuntimeError):
+    """A snapshot could not be built, found or verified; the message says what to do."""
+
+
+class SnapshotDrift(SnapshotError):
+    """The data no longer matches the pinned snapshot."""
+
+
+class ColumnInfo(BaseModel):
+    name: str
+    type: str
+    family: str
+
+
+class TableInfo(BaseModel):
+    rows: int
+    columns: list[ColumnInfo]
+    checksum: str
+
+
+class SnapshotManifest(BaseModel):
+    snapshot_id: str
+    as_of: dt.date
+    source_schemas: list[str]
+    serving_schema: str = SERVING_SCHEMA
+    tables: dict[str, TableInfo]
+    dbt_manifest_hash: str | None = None
+    expectations_passed: int | None = None
+
+    def to_file(self, path: Path) -> None:
+        text = json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+
+    @classmethod
+    def from_file(cls, path: Path) -> SnapshotManifest:
+        try:
+            return cls.model_validate_json(path.read_text())
+        except FileNotFoundError:
+            raise SnapshotError(
+                f"no snapshot manifest at {path}; run `sqleval snapshot build`"
+            ) from None
+        except ValueError as exc:
+            raise SnapshotError(f"{path}: not a valid snapshot manifest: {exc}") from exc
+
+
+def type_family(duckdb_type: str) -> str:
+    """Coarse, version-independent family of a DuckDB type.
+
+    >>> type_family("HUGEINT"), type_family("DECIMAL(38,2)"), type_family("TIMESTAMP WITH TIME ZONE")
+    ('integer', 'decimal(2)', 'timestamp')
+    """
+    t = duckdb_type.upper()
+    if t in {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+             "UINTEGER", "UBIGINT", "UHUGEINT"}:
+        return "integer"
+    m = re.match(r"DECIMAL\(\d+,\s*(\d+)\)", t)
+    if m:
+        return f"decimal({m.group(1)})"
+    if t in {"FLOAT", "DOUBLE", "REAL"}:
+        return "float"
+    if t.startswith("VARCHAR"):
+        return "string"
+    if t.startswith("TIMESTAMP"):
+        return "timestamp"
+    return t.lower()
+
+
+def table_fingerprint(con: duckdb.DuckDBPyConnection, qualified: str) -> TableInfo:
+    """Row count, columns and canonical checksum of one table (order-independent)."""
+    rel = con.execute(f"SELECT * FROM {qualified}")
+    desc = rel.description
+    columns = [
+        ColumnInfo(name=d[0], type=str(d[1]), family=type_family(str(d[1]))) for d in desc
+    ]
+    digests: list[bytes] = []
+    while True:
+        chunk = rel.fetchmany(20_000)
+        if not chunk:
+            break
+        for row in chunk:
+            payload = json.dumps([encode_value(v) for v in row], separators=(",", ":"),
+                                 ensure_ascii=False)
+            digests.append(hashlib.sha256(payload.encode()).digest())
+    digests.sort()
+    h = hashlib.sha256()
+    h.update(json.dumps([[c.name, c.family] for c in columns]).encode())
+    for d in digests:
+        h.update(d)
+    return TableInfo(rows=len(digests), columns=columns, checksum=h.hexdigest())
+
+
+def compute_snapshot_id(as_of: dt.date, tables: dict[str, TableInfo]) -> str:
+    h = hashlib.sha256()
+    h.update(as_of.isoformat().encode())
+    for name in sorted(tables):
+        h.update(f"\n{name}:{tables[name].checksum}".encode())
+    return "snap-" + h.hexdigest()[:12]
+
+
+def dbt_manifest_hash(manifest_path: Path) -> str | None:
+    """A machine-independent hash of the dbt project: node ids and their file checksums."""
+    if not manifest_path.exists():
+        return None
+    data = json.loads(manifest_path.read_text())
+    items = []
+    for section in ("nodes", "sources", "unit_tests"):
+        for uid, node in sorted(data.get(section, {}).items()):
+            if node.get("package_name") not in (None, data["metadata"].get("project_name")):
+                continue
+            checksum = node.get("checksum") or ""
+            if isinstance(checksum, dict):
+                checksum = checksum.get("checksum", "")
+            items.append(f"{uid}:{checksum}")
+    return hashlib.sha256("\n".join(items).encode()).hexdigest()[:16]
+
+
+def serving_path(snapshot_dir: Path, snapshot_id: str) -> Path:
+    return snapshot_dir / f"{snapshot_id}.duckdb"
+
+
+def manifest_path(manifest_dir: Path, snapshot_id: str) -> Path:
+    return manifest_dir / f"{snapshot_id}.json"
+
+
+def read_pinned(manifest_dir: Path) -> str | None:
+    p = manifest_dir / PINNED_FILE
+    if not p.exists():
+        return None
+    sid = p.read_text().strip()
+    if not _ID_RE.match(sid):
+        raise SnapshotError(f"{p}: '{sid}' is not a snapshot id (expected snap-<12 hex>)")
+    return sid
+
+
+def write_pinned(manifest_dir: Path, snapshot_id: str) -> None:
+    (manifest_dir / PINNED_FILE).write_text(snapshot_id + "\n")
+
+
+def list_serving_objects(path: Path) -> list[tuple[str, str, str]]:
+    """(database, schema, name) of every table and view in a serving file."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return [
+            tuple(r)
+            for r in con.execute(
+                "SELECT database_name, schema_name, table_name FROM duckdb_tables() "
+                "WHERE NOT internal UNION ALL "
+                "SELECT database_name, schema_name, view_name FROM duckdb_views() "
+                "WHERE NOT internal ORDER BY 1, 2, 3"
+            ).fetchall()
+        ]
+    finally:
+        con.close()
+
+
+def fingerprint_serving(path: Path) -> dict[str, TableInfo]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE schema_name = ? AND NOT internal "
+                "ORDER BY table_name",
+                [SERVING_SCHEMA],
+            ).fetchall()
+        ]
+        return {n: table_fingerprint(con, f'{SERVING_SCHEMA}."{n}"') for n in names}
+    finally:
+        con.close()
+
+
+def freeze_snapshot(
+    warehouse: Path,
+    snapshot_dir: Path,
+    manifest_dir: Path,
+    as_of: dt.date,
+    *,
+    schemas: tuple[str, ...] = ALLOWLISTED_SCHEMAS,
+    dbt_manifest: Path | None = None,
+    validate: bool = True,
+    suites: list | None = None,
+) -> SnapshotManifest:
+    """Validate the marts, copy the allowlisted schemas into a serving file and pin its id.
+
+    Writes ``snapshot_dir/<id>.duckdb`` (read-only file mode) and ``manifest_dir/<id>.json``.
+    Nothing is replaced unless the new file was built and hashed completely.
+    """
+    if not warehouse.exists():
+        raise SnapshotError(f"no warehouse at {warehouse}; run `sqleval warehouse build` first")
+    for s in schemas:
+        if s.lower() in {"hr", "pii", "raw_hr", "raw_pii"}:
+            raise SnapshotError(f"schema '{s}' is sensitive and can never be served")
+    passed = None
+    if validate:
+        from sqleval_pipeline.validation import (
+            SnapshotValidationError,
+            default_suites,
+            validate_marts,
+        )
+        from sqleval_pipeline.warehouse.rawgen import FIRST_DAY
+
+        report = validate_marts(warehouse, suites or default_suites(FIRST_DAY, as_of))
+        if not report.success:
+            raise SnapshotValidationError(report)
+        passed = report.evaluated
+
+    snapshot_dir.mkdir(parents=True, exist_ok=True)
+    manifest_dir.mkdir(parents=True, exist_ok=True)
+    building = snapshot_dir / f".building-{os.getpid()}.duckdb"
+    building.unlink(missing_ok=True)
+    con = duckdb.connect(str(building))
+    try:
+        con.execute(f"ATTACH '{warehouse.as_posix()}' AS wh (READ_ONLY)")
+        tables = []
+        for s in schemas:
+            rows = con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = 'wh' "
+                "AND schema_name = ? ORDER BY table_name",
+                [s],
+            ).fetchall()
+            tables += [(s, r[0]) for r in rows]
+        if not tables:
+            raise SnapshotError(f"warehouse {warehouse} has no tables in {schemas}; run dbt build")
+        seen: set[str] = set()
+        for s, t in tables:
+            if t in seen:
+                raise SnapshotError(f"table name '{t}' appears in two allowlisted schemas")
+            seen.add(t)
+            con.execute(f'CREATE TABLE {SERVING_SCHEMA}."{t}" AS SELECT * FROM wh."{s}"."{t}"')
+        con.execute("DETACH wh")
+        con.execute("CHECKPOINT")
+    except Exception:
+        con.close()
+        building.unlink(missing_ok=True)
+        raise
+    con.close()
+
+    infos = fingerprint_serving(building)
+    sid = compute_snapshot_id(as_of, infos)
+    manifest = SnapshotManifest(
+        snapshot_id=sid,
+        as_of=as_of,
+        source_schemas=list(schemas),
+        tables=infos,
+        dbt_manifest_hash=dbt_manifest_hash(dbt_manifest) if dbt_manifest else None,
+        expectations_passed=passed,
+    )
+    final = serving_path(snapshot_dir, sid)
+    if final.exists():
+        final.chmod(0o644)
+    building.chmod(0o444)
+    building.replace(final)
+    manifest.to_file(manifest_path(manifest_dir, sid))
+    return manifest
+
+
+def compare_tables(expected: dict[str, TableInfo], actual: dict[str, TableInfo]) -> list[str]:
+    """Human-readable differences between two sets of table fingerprints."""
+    problems = []
+    for name in sorted(set(expected) | set(actual)):
+        e, a = expected.get(name), actual.get(name)
+        if e is None:
+            problems.append(f"{name}: present now but not in the pinned snapshot")
+        elif a is None:
+            problems.append(f"{name}: in the pinned snapshot but missing now")
+        elif e.checksum != a.checksum:
+            detail = []
+            if e.rows != a.rows:
+                detail.append(f"rows {e.rows} → {a.rows}")
+            ecols = [(c.name, c.family) for c in e.columns]
+            acols = [(c.name, c.family) for c in a.columns]
+            if ecols != acols:
+                detail.append(f"columns {ecols} → {acols}")
+            if not detail:
+                detail.append("same shape, different values")
+            problems.append(f"{name}: " + "; ".join(detail))
+    return problems
+
+
+def verify_snapshot(path: Path, manifest: SnapshotManifest) -> list[str]:
+    """Re-hash a serving file against its manifest; return the problems (empty = intact)."""
+    if not path.exists():
+        raise SnapshotError(
+            f"serving file {path} is missing; run `sqleval snapshot build` to rebuild it"
+        )
+    problems = compare_tables(manifest.tables, fingerprint_serving(path))
+    forbidden = [o for o in list_serving_objects(path) if o[1] != SERVING_SCHEMA]
+    problems += [f"unexpected object {'.'.join(o)} in the serving file" for o in forbidden]
+    if compute_snapshot_id(manifest.as_of, manifest.tables) != manifest.snapshot_id:
+        problems.append("manifest id does not match its own table checksums (edited by hand?)")
+    return problems
+
+
+def file_checksum(path: Path) -> str:
+    """SHA-256 of the serving file's bytes (to prove nothing wrote to it)."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def open_readonly(path: Path, **config: Any) -> duckdb.DuckDBPyConnection:
+    """A short-lived read-only connection to a serving file, external access off."""
+    if not path.exists():
+        raise SnapshotError(f"serving file {path} is missing; run `sqleval snapshot build`")
+    cfg = {"enable_external_access": False, "autoload_known_extensions": False,
+           "autoinstall_known_extensions": False}
+    cfg.update(config)
+    return duckdb.connect(str(path), read_only=True, config=cfg)

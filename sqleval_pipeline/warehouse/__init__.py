@@ -1,0 +1,1 @@
+"""The warehouse: deterministic raw data, loading, and the dbt project that builds it."""
