@@ -33,13 +33,26 @@ def fail(message: str, code: int = 1) -> None:
 
 
 def _run(groups: list[str], run_config: dict | None = None):
+    """Materialize asset groups in-process; dbt's streamed log goes to a file, not the screen."""
+    import contextlib
+
     from sqleval_pipeline.orchestrate import RunFailed, materialize
 
-    with console.status(f"materializing {', '.join(groups)} …"):
-        try:
-            return materialize(groups, run_config)
-        except RunFailed as exc:
-            fail(str(exc))
+    log_dir = paths.home().root / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / "last-run.log"
+    screen = Console(file=sys.stdout)
+    with screen.status(f"materializing {', '.join(groups)} (log: {log_path}) …"):
+        with log_path.open("w") as log, contextlib.redirect_stdout(log):
+            try:
+                summary = materialize(groups, run_config)
+            except RunFailed as exc:
+                failure = exc
+            else:
+                failure = None
+    if failure is not None:
+        fail(f"{failure}\n(full log: {log_path})")
+    return summary
 
 
 def _pinned():
@@ -62,22 +75,32 @@ def _load_golden(path: Path):
 
 
 def _print_summary(summary, title: str) -> None:
+    """What a run produced: served tables with row counts, snapshot id, golden set, checks."""
+    mats = summary.materialized
     t = Table(title=title)
-    t.add_column("asset")
-    t.add_column("facts")
-    for key, meta in summary.materialized.items():
-        if key.startswith(("raw/", "stg_")) and key not in ("raw/orders",):
-            continue
-        facts = []
-        for k in ("rows", "snapshot_id", "expectations_passed", "cases"):
-            if k in meta:
-                facts.append(f"{k}={meta[k]}")
-        if key in {"serving_snapshot", "golden_set"} or key.startswith(("fct_", "dim_", "mart_")) \
-                or key == "raw/orders":
-            t.add_row(key, ", ".join(facts) or "materialized")
+    t.add_column("stage")
+    t.add_column("result")
+    raw = {k: m["rows"] for k, m in mats.items() if k.startswith("raw") and "rows" in m}
+    if raw:
+        t.add_row("raw data", f"{len(raw)} tables, {sum(raw.values()):,} rows (orders: "
+                  f"{raw.get('raw/orders', 0):,})")
+    dbt = [k for k in mats if k.split("/")[0] in ("staging", "marts", "hr", "pii")]
+    if dbt:
+        t.add_row("dbt warehouse", f"{len(dbt)} models built and tested")
+    if "serving_snapshot" in mats:
+        m = mats["serving_snapshot"]
+        tables = m.get("tables") or {}
+        t.add_row("serving snapshot", f"{m.get('snapshot_id')} as of {m.get('as_of')}; "
+                  f"{m.get('expectations_passed')} GX expectations passed")
+        for name, rows in sorted(tables.items()):
+            t.add_row("", f"  {name}: {rows:,} rows")
+    if "golden_set" in mats:
+        t.add_row("golden set", f"{mats['golden_set'].get('cases')} cases reproduce on "
+                  f"{mats['golden_set'].get('snapshot_id')}")
     console.print(t)
     bad = [k for k, ok in summary.checks.items() if not ok]
-    console.print(f"{len(summary.materialized)} assets materialized in {summary.seconds:.1f} s; "
+    console.print(f"{len(mats)} assets materialized in {summary.seconds:.1f} s "
+                  f"(Dagster run {summary.run_id[:8]}); "
                   f"{len(summary.checks) - len(bad)}/{len(summary.checks)} asset checks passed"
                   + (f" (failed: {', '.join(bad)})" if bad else ""))
 

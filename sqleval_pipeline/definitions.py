@@ -19,12 +19,16 @@ foundation_job = dg.define_asset_job(
 )
 
 
-def build_definitions(home: str | None = None) -> dg.Definitions:
+def build_definitions(home: str | None = None, manifest_dir: str | None = None) -> dg.Definitions:
+    """All definitions; ``home``/``manifest_dir`` override where files go (tests use tmp)."""
+    sqleval = SqlevalHome(root=home or str(paths.home().root))
+    if manifest_dir:
+        sqleval = SqlevalHome(root=sqleval.root, manifest_dir=manifest_dir)
     return dg.Definitions(
         assets=[raw_commerce_data, commerce_dbt_models, serving_snapshot, golden_set],
         jobs=[foundation_job],
         resources={
-            "sqleval": SqlevalHome(root=home or str(paths.home().root)),
+            "sqleval": sqleval,
             "dbt": dbt_resource(),
         },
     )

@@ -58,6 +58,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
+import itertools
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -358,6 +359,7 @@ class _Snap:
     exp: np.ndarray  # expected codes per row
     got: np.ndarray  # candidate codes per row (-1: compatible with nothing, -2: ambiguous)
     amb: dict[int, frozenset[int]]  # candidate row -> compatible expected codes (ambiguous rows)
+    guess: dict[int, int] | None = None  # ambiguous row -> nearest compatible code (examples only)
 
 
 def _reach(g: np.ndarray, facts: bool) -> np.ndarray:
@@ -399,6 +401,7 @@ def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
     simple = (cnt == 0) | ((cnt == 1) & (hit == Ecodes[np.minimum(lo, len(E) - 1)]))
     remap: dict[Any, int] = {}
     amb_keys: dict[Any, frozenset[int]] = {}
+    guess_keys: dict[Any, int] = {}
     for idx in np.flatnonzero(~simple):
         gk = gdistinct[idx]
         cands = {int(hit[idx])} if hit[idx] >= 0 else set()
@@ -410,9 +413,13 @@ def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
             remap[gk] = cands.pop()
         elif len(cands) > 1:
             amb_keys[gk] = frozenset(cands)
+            # best guess for mismatch examples: the nearest compatible expected value
+            near = min(range(lo[idx], hi[idx]), key=lambda j: abs(E[j] - G[idx]))
+            guess_keys[gk] = int(Ecodes[near]) if int(Ecodes[near]) in cands else min(cands)
         else:
             remap[gk] = -1
     amb: dict[int, frozenset[int]] = {}
+    guess: dict[int, int] = {}
     if remap or amb_keys:
         special = remap.keys() | amb_keys.keys()
         for i, k in enumerate(g.keys):
@@ -420,9 +427,10 @@ def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
                 if k in amb_keys:
                     gcodes[i] = -2
                     amb[i] = amb_keys[k]
+                    guess[i] = guess_keys[k]
                 else:
                     gcodes[i] = remap[k]
-    return _Snap(e.codes(), gcodes, amb)
+    return _Snap(e.codes(), gcodes, amb, guess)
 
 
 # --------------------------------------------------------------------------- multisets of rows
@@ -462,74 +470,73 @@ class _Rows:
         return len(self.e) == len(self.g) and np.array_equal(np.sort(self.e), np.sort(self.g))
 
 
-def _kuhn(adj: list[list[int]], n_right: int) -> bool:
-    """Perfect matching of left nodes (candidate rows) to right nodes (expected rows)."""
-    match_r = [-1] * n_right
-
-    def try_assign(u: int, seen: list[bool]) -> bool:
-        stack = [(u, iter(adj[u]))]
-        path: list[tuple[int, int]] = []
-        while stack:
-            node, it = stack[-1]
-            advanced = False
-            for v in it:
-                if seen[v]:
-                    continue
-                seen[v] = True
-                if match_r[v] == -1:
-                    path.append((node, v))
-                    for a, b in path:
-                        match_r[b] = a
-                    return True
-                path.append((node, v))
-                stack.append((match_r[v], iter(adj[match_r[v]])))
-                advanced = True
-                break
-            if not advanced:
-                stack.pop()
-                if path:
-                    path.pop()
-        return False
-
-    for u in range(len(adj)):
-        if not try_assign(u, [False] * n_right):
-            return False
-    return True
-
-
 def _bag_equal_ambiguous(base: _Rows, snaps: list[_Snap]) -> bool:
-    """Multiset equality when some candidate values are compatible with several expected codes."""
+    """Multiset equality when some candidate values are compatible with several expected codes.
+
+    Rows are keyed by their codes on the unambiguous columns; expected rows add their codes on
+    the ambiguous columns (a *pattern*), candidate rows their sets of compatible codes. A
+    candidate row may take an expected row with the same key whose pattern lies in the product
+    of its sets. Identical patterns and identical candidate sets are aggregated and a perfect
+    assignment is decided by maximum flow (scipy, Dinic): source → candidate groups (their
+    counts) → compatible expected patterns → sink (their multiplicities).
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_flow
+
     plain = base
     amb_snaps = [s for s in snaps if s.amb]
     for s in snaps:
         if not s.amb:
-            plain = plain.add(s.exp, s.got, int(max(s.exp.max(initial=-1), s.got.max(initial=-1))) + 1)
-    groups_e: dict[int, list[int]] = {}
-    for i, k in enumerate(plain.e.tolist()):
-        groups_e.setdefault(k, []).append(i)
-    groups_g: dict[int, list[int]] = {}
-    for i, k in enumerate(plain.g.tolist()):
-        groups_g.setdefault(k, []).append(i)
-    if groups_e.keys() != groups_g.keys():
+            plain = plain.add(s.exp, s.got, _card(s))
+    if len(plain.e) != len(plain.g):
         return False
-    for key, erows in groups_e.items():
-        grows = groups_g[key]
-        if len(erows) != len(grows):
+    if not np.array_equal(np.sort(plain.e), np.sort(plain.g)):
+        return False  # the unambiguous columns alone already differ
+    right = Counter(zip(plain.e.tolist(), *(s.exp.tolist() for s in amb_snaps), strict=True))
+    got_cols = [s.got.tolist() for s in amb_snaps]
+    left: Counter = Counter()
+    pg = plain.g.tolist()
+    for r in range(len(pg)):
+        left[(pg[r], *((s.amb[r] if r in s.amb else (col[r],)) for s, col in zip(amb_snaps, got_cols, strict=True)))] += 1
+    r_index = {k: i for i, k in enumerate(right)}
+    nl, nr = len(left), len(right)
+    src, sink = 0, 1 + nl + nr
+    rows_, cols_, caps = [], [], []
+    for li, (key, cnt) in enumerate(left.items()):
+        rows_.append(src)
+        cols_.append(1 + li)
+        caps.append(cnt)
+        n_edges = 0
+        for combo in itertools.product(*key[1:]):
+            ri = r_index.get((key[0], *combo))
+            if ri is not None:
+                rows_.append(1 + li)
+                cols_.append(1 + nl + ri)
+                caps.append(cnt)
+                n_edges += 1
+        if n_edges == 0:
             return False
-        # distinct expected patterns on the ambiguous columns, with multiplicities
-        pat_rows: dict[tuple[int, ...], list[int]] = {}
-        for r in erows:
-            pat_rows.setdefault(tuple(int(s.exp[r]) for s in amb_snaps), []).append(r)
-        right: list[tuple[int, ...]] = []
-        for p, rows in pat_rows.items():
-            right.extend([p] * len(rows))
-        adj: list[list[int]] = []
-        for r in grows:
-            sets = [s.amb.get(r) or frozenset((int(s.got[r]),)) for s in amb_snaps]
-            adj.append([j for j, p in enumerate(right) if all(c in st for c, st in zip(p, sets, strict=True))])
-        if not _kuhn(adj, len(right)):
-            return False
-    return True
+    for ri, cnt in enumerate(right.values()):
+        rows_.append(1 + nl + ri)
+        cols_.append(sink)
+        caps.append(cnt)
+    graph = csr_matrix((np.asarray(caps, dtype=np.int32), (rows_, cols_)), shape=(sink + 1, sink + 1))
+    flow = maximum_flow(graph, src, sink, method="dinic").flow_value
+    return int(flow) == len(pg)
+
+
+def _approx_rows(base: _Rows, snaps: list[_Snap]) -> _Rows:
+    """Row codes with each ambiguous candidate value given its smallest compatible code
+    (for mismatch examples only; never for a verdict)."""
+    rows = base
+    for s in snaps:
+        got = s.got
+        if s.amb:
+            got = got.copy()
+            for r, cands in s.amb.items():
+                got[r] = (s.guess or {}).get(r, min(cands))
+        rows = rows.add(s.exp, got, _card(s))
+    return rows
 
 
 def _card(s: _Snap) -> int:
@@ -625,14 +632,27 @@ def _row_diff_examples(expected: ResultSet, got: ResultSet, rows: _Rows, limit: 
     surplus_e = np.maximum(ce - cg, 0)
     surplus_g = np.maximum(cg - ce, 0)
     n_missing, n_extra = int(surplus_e.sum()), int(surplus_g.sum())
-    miss_idx = [i for i in np.flatnonzero(surplus_e[inv[: len(e)]] > 0)[:limit]]
-    extra_idx = [i for i in np.flatnonzero(surplus_g[inv[len(e):]] > 0)[:limit]]
+    miss_idx = _surplus_rows(inv[: len(e)], surplus_e, limit)
+    extra_idx = _surplus_rows(inv[len(e):], surplus_g, limit)
     parts = [f"{n_missing} expected row(s) missing, {n_extra} unexpected row(s)"]
     if miss_idx:
         parts.append("missing e.g. " + "; ".join(_fmt_row(expected.rows[i]) for i in miss_idx))
     if extra_idx:
         parts.append("unexpected e.g. " + "; ".join(_fmt_row(got.rows[i]) for i in extra_idx))
     return "; ".join(parts)
+
+
+def _surplus_rows(codes: np.ndarray, surplus: np.ndarray, limit: int) -> list[int]:
+    """First rows (at most ``limit``) that are not matched, honouring each code's surplus."""
+    left = surplus.copy()
+    out: list[int] = []
+    for i in np.flatnonzero(surplus[codes] > 0):
+        if left[codes[i]] > 0:
+            left[codes[i]] -= 1
+            out.append(int(i))
+            if len(out) >= limit:
+                break
+    return out
 
 
 def _column_hints(expected: ResultSet, got: ResultSet, ecols: list[_Col], gcols: list[_Col], limit: int = 3) -> list[str]:
@@ -642,30 +662,22 @@ def _column_hints(expected: ResultSet, got: ResultSet, ecols: list[_Col], gcols:
         ok, rows = _bags(_Rows(n, len(gc)), [_snap(ec, gc, facts=False)])
         if ok:
             continue
-        ev = Counter(ec.keys)
-        gv = Counter(gc.keys)
-        only_e = [k for k in ev if k not in gv][:limit]
-        only_g = [k for k in gv if k not in ev][:limit]
+        ev, gv = Counter(ec.keys), Counter(gc.keys)
+        first_e = dict(zip(reversed(ec.keys), reversed(expected.rows), strict=True)) if expected.rows else {}
+        first_g = dict(zip(reversed(gc.keys), reversed(got.rows), strict=True)) if got.rows else {}
+        only_e = [_fmt(first_e[k][i]) for k in ev if k not in gv][:limit]
+        only_g = [_fmt(first_g[k][i]) for k in gv if k not in ev][:limit]
         name = expected.columns[i]
         msg = f"column {i + 1} ({name!r}) differs"
         if only_e or only_g:
-            msg += (
-                f": expected values like {', '.join(_fmt(_unkey(k)) for k in only_e) or '-'}"
-                f", got {', '.join(_fmt(_unkey(k)) for k in only_g) or '-'}"
-            )
+            msg += f": expected values like {', '.join(only_e) or '-'}, got {', '.join(only_g) or '-'}"
+        elif ev.keys() == gv.keys():
+            msg += ": same values, different counts"
         tg = got.types[i] if i < len(got.types) else "?"
         if expected.types[i] != tg:
             msg += f" (types {expected.types[i]} vs {tg})"
         hints.append(msg)
     return hints
-
-
-def _unkey(k: Any) -> Any:
-    if k is _NULL:
-        return None
-    if isinstance(k, tuple) and k and k[0] in {"bool", "time", "interval"}:
-        return k[1]
-    return k
 
 
 def _compare_exact(expected: ResultSet, got: ResultSet, ecols, gcols, seg) -> tuple[bool, str, str | None]:
@@ -691,10 +703,10 @@ def _compare_exact(expected: ResultSet, got: ResultSet, ecols, gcols, seg) -> tu
         if ok and seg is None:
             return True, "match", None
         unordered_ok = unordered_ok or ok
-        if rows is not None:
-            diag_rows, diag_snaps = rows, snaps
+        diag_snaps = snaps
+        diag_rows = rows if rows is not None else _approx_rows(base, snaps)
     if unordered_ok:
-        first = _first_out_of_order(expected, got, diag_snaps, seg) if diag_snaps else ""
+        first = _first_out_of_order(expected, got, diag_snaps, seg)
         return False, "order", f"same rows in a different order{first}"
     parts = []
     if diag_rows is not None:
@@ -719,9 +731,18 @@ def _first_out_of_order(expected, got, snaps, seg) -> str:
         while end < n and seg[end] == seg[start]:
             end += 1
         if not np.array_equal(np.sort(e[start:end]), np.sort(g[start:end])):
+            left = Counter(e[start:end].tolist())
+            pos = start
+            for p in range(start, end):
+                if left[int(g[p])] > 0:
+                    left[int(g[p])] -= 1
+                else:
+                    pos = p
+                    break
+            tie = f" (rows {start + 1}-{end} are tied on the order keys)" if end - start > 1 else ""
             return (
-                f": first difference at row {start + 1}: expected {_fmt_row(expected.rows[start])}, "
-                f"got {_fmt_row(got.rows[start])}"
+                f": first misplaced row at position {pos + 1}: expected {_fmt_row(expected.rows[pos])}, "
+                f"got {_fmt_row(got.rows[pos])}{tie}"
             )
         start = end
     return ""
@@ -768,7 +789,7 @@ def _compare_facts(expected: ResultSet, got: ResultSet, ecols, gcols, seg) -> tu
     for i, ec in enumerate(ecols):
         c = [j for j, gc in enumerate(gcols) if _compatible(ec, gc)]
         if not c:
-            sample = ", ".join(_fmt(v) for v in dict.fromkeys(r[i] for r in expected.rows[:5]))
+            sample = ", ".join(dict.fromkeys(_fmt(r[i]) for r in expected.rows[:5]))
             return (
                 False,
                 "missing_column",

@@ -54,7 +54,7 @@ FOUNDATION_GROUPS = [*WAREHOUSE_GROUPS, "snapshot", "golden"]
 
 
 def materialize(groups: list[str], run_config: dict | None = None,
-                home: paths.Home | None = None) -> RunSummary:
+                home: paths.Home | None = None, manifest_dir: str | None = None) -> RunSummary:
     """Materialize the assets of the given groups in-process; raise RunFailed on failure."""
     home = home or paths.home()
     ensure_dagster_home(home)
@@ -62,7 +62,7 @@ def materialize(groups: list[str], run_config: dict | None = None,
 
     from sqleval_pipeline.definitions import build_definitions
 
-    defs = build_definitions(str(home.root))
+    defs = build_definitions(str(home.root), manifest_dir)
     assets = list(defs.assets or [])
     config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     if run_config:

@@ -44,8 +44,11 @@ def run_reference(con, sql: str, as_of: dt.date) -> ResultSet:
     return ResultSet(columns=columns, types=types, rows=[list(r) for r in rows])
 
 
-def order_keys_of(sql: str) -> list[str]:
+def order_keys_of(sql: str, output_columns: list[str] | None = None) -> list[str]:
     """Output column names of the outermost ORDER BY of ``sql``.
+
+    ``output_columns`` are the names the database gave the result columns (used for
+    unaliased expressions); without them an unaliased expression is named by its SQL text.
 
     >>> order_keys_of("SELECT a AS x, sum(b) AS s FROM t GROUP BY 1 ORDER BY s DESC, 1")
     ['s', 'x']
@@ -58,7 +61,9 @@ def order_keys_of(sql: str) -> list[str]:
     while isinstance(select, exp.SetOperation):
         select = select.this
     projections = select.expressions if isinstance(select, exp.Select) else []
-    names = [p.alias_or_name for p in projections]
+    names = [p.alias_or_name or p.sql("duckdb") for p in projections]
+    if output_columns is not None and len(output_columns) == len(names):
+        names = list(output_columns)
     bodies = [(p.this if isinstance(p, exp.Alias) else p).sql("duckdb").lower() for p in projections]
     keys: list[str] = []
     for ordered in order.expressions:
@@ -70,6 +75,10 @@ def order_keys_of(sql: str) -> list[str]:
                 name = names[idx]
         elif isinstance(node, exp.Column) and not node.table and node.name in names:
             name = node.name
+        elif isinstance(node, exp.Column) and node.name in [
+            p.alias_or_name for p in projections
+        ]:
+            name = names[[p.alias_or_name for p in projections].index(node.name)]
         else:
             text = node.sql("duckdb").lower()
             if text in bodies:
@@ -105,7 +114,7 @@ def freeze_case(case: Case, con, snapshot_id: str, as_of: dt.date) -> Case:
     keys: list[str] = []
     if case.order_matters:
         try:
-            keys = order_keys_of(case.reference_sql)
+            keys = order_keys_of(case.reference_sql, results[0].columns)
         except FreezeError as exc:
             raise FreezeError(f"case {case.id} (order_matters): {exc}") from exc
         except sqlglot.errors.ParseError as exc:

@@ -1,0 +1,66 @@
+"""Shared fixtures: the warehouse and the serving snapshot are built once per test session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sqleval_pipeline import paths
+from sqleval_pipeline import snapshot as snap
+from sqleval_pipeline.warehouse.load import load_raw
+from sqleval_pipeline.warehouse.rawgen import AS_OF, write_raw
+
+os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+
+
+@dataclass(frozen=True)
+class BuiltSnapshot:
+    home: paths.Home
+    manifest_dir: Path
+    snapshot_id: str
+    path: Path
+    manifest: snap.SnapshotManifest
+
+
+def run_dbt(args: list[str], warehouse: Path, target: Path) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).parent / "dbt"
+    env = {**os.environ, "SQLEVAL_WAREHOUSE": str(warehouse)}
+    return subprocess.run(
+        [str(exe), *args, "--project-dir", str(paths.DBT_PROJECT_DIR), "--profiles-dir",
+         str(paths.DBT_PROJECT_DIR), "--target-path", str(target)],
+        cwd=paths.DBT_PROJECT_DIR, env=env, capture_output=True, text=True, check=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def built_warehouse(tmp_path_factory) -> paths.Home:
+    """Raw data generated and loaded, then `dbt build` (models + data tests + unit tests)."""
+    home = paths.Home(tmp_path_factory.mktemp("sqleval_home"))
+    write_raw(home.raw_dir)
+    load_raw(home.raw_dir, home.warehouse)
+    proc = run_dbt(["build", "--quiet"], home.warehouse, home.root / "dbt_target")
+    assert proc.returncode == 0, f"dbt build failed:\n{proc.stdout}\n{proc.stderr}"
+    return home
+
+
+@pytest.fixture(scope="session")
+def serving_snapshot(built_warehouse, tmp_path_factory) -> BuiltSnapshot:
+    """The serving snapshot frozen from the session warehouse (GX-validated), with its
+    manifest written to a temporary folder (the committed snapshots/ is never touched)."""
+    manifest_dir = tmp_path_factory.mktemp("snapshot_manifests")
+    manifest = snap.freeze_snapshot(
+        built_warehouse.warehouse, built_warehouse.snapshot_dir, manifest_dir, AS_OF
+    )
+    return BuiltSnapshot(
+        home=built_warehouse,
+        manifest_dir=manifest_dir,
+        snapshot_id=manifest.snapshot_id,
+        path=snap.serving_path(built_warehouse.snapshot_dir, manifest.snapshot_id),
+        manifest=manifest,
+    )

@@ -1,0 +1,46 @@
+"""Fixture-driven tests: (expected, got, order_matters[, order_keys]) -> (exact, facts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sqleval_pipeline.grading import compare
+from sqleval_pipeline.results import ResultSet
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "grading"
+
+
+def _load() -> list[dict]:
+    cases = []
+    for path in sorted(FIXTURES.glob("*.yaml")):
+        cases.extend(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return cases
+
+
+CASES = _load()
+
+
+def test_fixture_count_and_unique_ids():
+    ids = [c["id"] for c in CASES]
+    assert len(ids) >= 60
+    assert len(ids) == len(set(ids))
+    # both readings disagree somewhere, and every combination of verdicts is exercised
+    combos = {(c["exact"], c["facts"]) for c in CASES}
+    assert combos == {(True, True), (False, True), (False, False)}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_compare_fixture(case):
+    e = ResultSet.from_json(case["e"])
+    g = ResultSet.from_json(case["g"])
+    c = compare(e, g, case.get("order_matters", False), case.get("order_keys", []))
+    assert (c.exact, c.facts) == (case["exact"], case["facts"]), c.mismatch
+    if c.exact:
+        assert c.mismatch is None
+    else:
+        assert c.mismatch, "a failed comparison must say why"
+    if c.facts:
+        assert c.column_map is not None and len(set(c.column_map)) == len(e.columns)

@@ -1,0 +1,49 @@
+"""The Dagster definitions load, and the foundation job really materializes end to end."""
+
+import shutil
+
+import dagster as dg
+import pytest
+
+from sqleval_pipeline import paths
+from sqleval_pipeline import snapshot as snap
+
+
+def test_definitions_load_with_the_expected_assets():
+    from sqleval_pipeline.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert {"serving_snapshot", "golden_set", "marts/fct_orders", "marts/mart_orders_daily",
+            "raw/orders", "hr/salaries", "pii/customer_contacts"} <= keys
+    snapshot_parents = {k.to_user_string() for k in graph.get(dg.AssetKey("serving_snapshot")).parent_keys}
+    assert "marts/fct_orders" in snapshot_parents
+    assert not any(p.startswith(("hr/", "pii/", "raw")) for p in snapshot_parents)
+    assert defs.resolve_job_def("foundation") is not None
+
+
+def test_workspace_points_at_the_definitions():
+    text = (paths.REPO_ROOT / "workspace.yaml").read_text()
+    assert "sqleval_pipeline.definitions" in text
+
+
+@pytest.mark.slow
+def test_foundation_materializes_through_dagster(tmp_path):
+    from sqleval_pipeline.orchestrate import FOUNDATION_GROUPS, materialize
+
+    manifests = tmp_path / "manifests"
+    shutil.copytree(paths.SNAPSHOT_MANIFEST_DIR, manifests)
+    home = paths.Home(tmp_path / "home")
+    summary = materialize(FOUNDATION_GROUPS, home=home, manifest_dir=str(manifests))
+    pinned = snap.read_pinned(paths.SNAPSHOT_MANIFEST_DIR)
+    assert summary.materialized["serving_snapshot"]["snapshot_id"] == pinned
+    assert summary.materialized["golden_set"]["cases"] >= 60
+    assert "marts/fct_orders" in summary.materialized
+    assert summary.checks["serving_snapshot:matches_pinned_snapshot"]
+    assert summary.checks["serving_snapshot:no_sensitive_objects"]
+    assert summary.checks["golden_set:reproduces_on_snapshot"]
+    assert (home.snapshot_dir / f"{pinned}.duckdb").exists()
+    # dagster-dbt's per-run target folders are cleaned up
+    assert not list((paths.DBT_PROJECT_DIR / "target").glob("dagster-*"))
+    # the run is recorded in the instance the UI opens
+    assert (home.dagster_home / "dagster.yaml").exists()

@@ -1,0 +1,46 @@
+import csv
+import datetime as dt
+import io
+import json
+
+from sqleval_pipeline import paths
+from sqleval_pipeline.warehouse.rawgen import AS_OF, FIRST_DAY, RAW_TABLES, generate, render_csv, write_raw
+
+
+def test_same_bytes_twice_and_as_committed(tmp_path):
+    a = write_raw(tmp_path / "a")
+    b = write_raw(tmp_path / "b")
+    assert a == b
+    for t in RAW_TABLES:
+        assert (tmp_path / "a" / t.filename).read_bytes() == (tmp_path / "b" / t.filename).read_bytes()
+    committed = json.loads((paths.DBT_PROJECT_DIR / "raw_checksums.json").read_text())
+    assert a == committed, "generator output changed: same seed must give the same bytes everywhere"
+
+
+def test_a_different_seed_gives_different_data():
+    assert generate(1)["orders"][:50] != generate(2)["orders"][:50]
+
+
+def test_shape_of_the_business():
+    data = generate()
+    orders = data["orders"]
+    assert len(orders) >= 50_000
+    dates = sorted(dt.date.fromisoformat(o[2][:10]) for o in orders)
+    assert dates[0] == FIRST_DAY and dates[-1] == AS_OF
+    assert (AS_OF - FIRST_DAY).days >= 18 * 30
+    assert {o[3] for o in orders} == {"placed", "shipped", "delivered", "cancelled", "returned"}
+    assert {o[4] for o in orders} == {"unified_payments", "card", "cod", "netbanking", "wallet"}
+    # net = gross - discount in integer paise on every order
+    for o in orders[:5000]:
+        gross, disc, net = (round(float(x) * 100) for x in o[6:9])
+        assert net == gross - disc
+    assert {c[3] for c in data["customers"]} == {"A", "B", "C"}
+    # prompt-injection payloads live in product descriptions
+    assert sum("instructions" in p[6].lower() or "system:" in p[6].lower() for p in data["products"]) >= 2
+
+
+def test_csv_header_matches_declared_columns():
+    data = generate()
+    for t in RAW_TABLES:
+        header = next(csv.reader(io.StringIO(render_csv(t, data[t.name][:1]).decode())))
+        assert header == [c for c, _ in t.columns]

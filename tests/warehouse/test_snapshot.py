@@ -1,0 +1,81 @@
+import shutil
+
+import duckdb
+import pytest
+
+from sqleval_pipeline import paths
+from sqleval_pipeline import snapshot as snap
+from sqleval_pipeline.warehouse.rawgen import AS_OF
+
+
+def test_snapshot_id_is_the_committed_pinned_id(serving_snapshot):
+    """Built from scratch on this machine, the id equals the one committed from another."""
+    assert serving_snapshot.snapshot_id == snap.read_pinned(paths.SNAPSHOT_MANIFEST_DIR)
+    committed = snap.SnapshotManifest.from_file(
+        snap.manifest_path(paths.SNAPSHOT_MANIFEST_DIR, serving_snapshot.snapshot_id))
+    assert committed.tables == serving_snapshot.manifest.tables
+
+
+def test_serving_file_holds_only_the_marts(serving_snapshot):
+    objects = snap.list_serving_objects(serving_snapshot.path)
+    assert objects and all(o[1] == "main" for o in objects)
+    names = {o[2] for o in objects}
+    assert names == set(serving_snapshot.manifest.tables)
+    for forbidden in ("employees", "salaries", "customer_contacts"):
+        assert forbidden not in names
+    con = snap.open_readonly(serving_snapshot.path)
+    try:
+        for sql in ("SELECT * FROM hr.salaries", "SELECT * FROM pii.customer_contacts",
+                    "SELECT * FROM salaries", "SELECT * FROM raw_hr.employees"):
+            with pytest.raises(duckdb.CatalogException):
+                con.execute(sql)
+        (n,), = con.execute("SELECT count(*) FROM duckdb_schemas() WHERE schema_name IN "
+                            "('hr','pii','raw','raw_hr','raw_pii','staging')").fetchall()
+        assert n == 0
+    finally:
+        con.close()
+
+
+def test_serving_file_is_read_only(serving_snapshot):
+    con = snap.open_readonly(serving_snapshot.path)
+    try:
+        with pytest.raises(duckdb.Error):
+            con.execute("DELETE FROM fct_orders")
+    finally:
+        con.close()
+
+
+def test_rehash_is_stable_and_verify_passes(serving_snapshot):
+    assert snap.verify_snapshot(serving_snapshot.path, serving_snapshot.manifest) == []
+    again = snap.fingerprint_serving(serving_snapshot.path)
+    assert snap.compute_snapshot_id(AS_OF, again) == serving_snapshot.snapshot_id
+
+
+def test_rebuilding_gives_the_same_id(built_warehouse, serving_snapshot, tmp_path):
+    m = snap.freeze_snapshot(built_warehouse.warehouse, tmp_path / "s", tmp_path / "m", AS_OF,
+                             validate=False)
+    assert m.snapshot_id == serving_snapshot.snapshot_id
+
+
+def test_drift_is_detected_and_named(serving_snapshot, tmp_path):
+    copy = tmp_path / "drifted.duckdb"
+    shutil.copy(serving_snapshot.path, copy)
+    copy.chmod(0o644)
+    con = duckdb.connect(str(copy))
+    con.execute("UPDATE fct_orders SET discount_inr = discount_inr + 1 WHERE order_id = 1")
+    con.execute("DELETE FROM dim_segments WHERE segment_cd = 'C'")
+    con.close()
+    problems = snap.verify_snapshot(copy, serving_snapshot.manifest)
+    assert any(p.startswith("fct_orders: same shape, different values") for p in problems)
+    assert any(p.startswith("dim_segments: rows 3 → 2") for p in problems)
+
+
+def test_sensitive_schemas_can_never_be_served(built_warehouse, tmp_path):
+    with pytest.raises(snap.SnapshotError, match="sensitive"):
+        snap.freeze_snapshot(built_warehouse.warehouse, tmp_path, tmp_path, AS_OF,
+                             schemas=("marts", "hr"), validate=False)
+
+
+def test_type_family_is_version_independent():
+    assert snap.type_family("BIGINT") == snap.type_family("HUGEINT") == "integer"
+    assert snap.type_family("DECIMAL(12,2)") == snap.type_family("DECIMAL(38,2)") == "decimal(2)"
