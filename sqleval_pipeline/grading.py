@@ -50,9 +50,11 @@ at the second column), and skips candidate columns identical to one already trie
 from __future__ import annotations
 
 import datetime as _dt
+import gc
 import hashlib
 import json
 import math
+import re
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -121,6 +123,7 @@ class _Null:
 _NULL = _Null()
 _NAN = ("nan",)
 _NoneType = type(None)
+_TRAILING_WS = re.compile(r"\s(?:\x00|\Z)")
 
 
 def _decimal_key(v: Decimal) -> Any:
@@ -164,9 +167,11 @@ def canonical_key(v: Any) -> Any:
     if isinstance(v, _dt.datetime):
         if v.tzinfo is not None:
             v = v.astimezone(_dt.UTC).replace(tzinfo=None)
+        if v.hour == v.minute == v.second == v.microsecond == 0:
+            return _dt.date(v.year, v.month, v.day)  # a timestamp at midnight is its date
         return v
     if isinstance(v, _dt.date):
-        return _dt.datetime(v.year, v.month, v.day)
+        return v if type(v) is _dt.date else _dt.date(v.year, v.month, v.day)
     if isinstance(v, _dt.time):
         return ("time", v)
     if isinstance(v, _dt.timedelta):
@@ -283,26 +288,28 @@ class _Col:
 
     def __init__(self, values: Sequence[Any]):
         types_ = set(map(type, values))
+        keys: Sequence[Any] | None = None
+        self.nonint = False
         if types_ <= {int}:
-            keys = list(values)
-        elif types_ <= {int, _NoneType}:
-            keys = [_NULL if v is None else v for v in values]
-        elif types_ <= {str, _NoneType}:
-            keys = [_NULL if v is None else v.rstrip() for v in values]
-        elif types_ <= {float, int, _NoneType}:
-            keys = [_NULL if v is None else (_NAN if v != v else v) for v in values]
-        else:
-            keys = list(map(canonical_key, values))
-        self.keys = keys
-        if types_ <= {int, str, bool, _NoneType}:
-            self.nonint = False
-        elif float in types_ and types_ <= {float, int, _NoneType}:
-            arr = np.fromiter(
-                (v for v in values if type(v) is float), dtype=np.float64
-            )
-            self.nonint = bool(np.any(np.isfinite(arr) & (arr != np.floor(arr))))
-        else:
+            keys = values
+        elif types_ == {str}:
+            keys = values if not _TRAILING_WS.search("\x00".join(values)) else [v.rstrip() for v in values]
+        elif types_ == {_dt.date}:
+            keys = values
+        elif types_ <= {float, int} or types_ == {Decimal}:
+            try:
+                arr = np.array(values, dtype=np.float64)
+            except (TypeError, ValueError, OverflowError):
+                arr = None
+            if arr is not None and np.all(np.isfinite(arr)) and np.all(np.abs(arr) < 2.0**53):
+                frac = arr != np.floor(arr)
+                self.nonint = bool(frac.any())
+                # integral values below 2**53 are exact as floats; others compare at double precision
+                keys = arr.tolist() if Decimal in types_ else values
+        if keys is None:
+            keys = [canonical_key(v) for v in values]
             self.nonint = any(map(_is_tolerant_key, keys))
+        self.keys = keys
         self._codes: np.ndarray | None = None
         self._emap: dict[Any, int] | None = None
         self._sig: tuple[int, int, Counter] | None = None
@@ -314,7 +321,7 @@ class _Col:
 
     def emap(self) -> dict[Any, int]:
         if self._emap is None:
-            self._emap = {k: i for i, k in enumerate(dict.fromkeys(self.keys))}
+            self._emap = dict(zip(dict.fromkeys(self.keys), itertools.count()))
         return self._emap
 
     def codes(self) -> np.ndarray:
@@ -398,11 +405,33 @@ def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
     hi = np.searchsorted(E, G + reach, side="right")
     hit = np.fromiter(map(emap.get, gdistinct, repeat(-1)), np.int64, len(gdistinct))
     cnt = hi - lo
-    simple = (cnt == 0) | ((cnt == 1) & (hit == Ecodes[np.minimum(lo, len(E) - 1)]))
-    remap: dict[Any, int] = {}
+    g_whole = G == np.floor(G)
+    # tolerance candidates, vectorised over the (few) expected values in reach of each value;
+    # a whole candidate number is compatible only with the identical expected value (``hit``)
+    ncompat = np.where(g_whole & (hit >= 0), 1, 0)
+    first = np.where(g_whole & (hit >= 0), hit, -1)
+    last_e = len(E) - 1
+    for k in range(int(cnt.max(initial=0))):
+        j = np.minimum(lo + k, last_e)
+        ev = E[j]
+        ok = (lo + k < hi) & ~g_whole & (
+            np.abs(ev - G) <= np.maximum(ABS_TOL, REL_TOL * np.maximum(np.abs(ev), np.abs(G)))
+        )
+        first = np.where(ok & (first < 0), Ecodes[j], first)
+        ncompat += ok
+    # got-the-facts roundings: only values with at most 6 decimals can be a rounding that is
+    # not already within the absolute tolerance (a rounding to >= 7 decimals moves <= 5e-8)
+    check_round = np.zeros(len(G), dtype=bool)
+    if facts:
+        check_round = (cnt > 0) & (np.abs(G - np.round(G, 6)) <= 1e-9 * np.maximum(1.0, np.abs(G)))
+    slow = np.flatnonzero(check_round | (ncompat > 1))
+    remap: dict[Any, int] = dict(zip(
+        (gdistinct[i] for i in np.flatnonzero(~check_round & (ncompat <= 1))),
+        first[~check_round & (ncompat <= 1)].tolist(), strict=True,
+    ))
     amb_keys: dict[Any, frozenset[int]] = {}
     guess_keys: dict[Any, int] = {}
-    for idx in np.flatnonzero(~simple):
+    for idx in slow:
         gk = gdistinct[idx]
         cands = {int(hit[idx])} if hit[idx] >= 0 else set()
         for j in range(lo[idx], hi[idx]):
@@ -420,16 +449,16 @@ def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
             remap[gk] = -1
     amb: dict[int, frozenset[int]] = {}
     guess: dict[int, int] = {}
-    if remap or amb_keys:
-        special = remap.keys() | amb_keys.keys()
-        for i, k in enumerate(g.keys):
-            if k in special:
-                if k in amb_keys:
-                    gcodes[i] = -2
-                    amb[i] = amb_keys[k]
-                    guess[i] = guess_keys[k]
-                else:
-                    gcodes[i] = remap[k]
+    full = dict(emap)
+    full.update(remap)
+    for k in amb_keys:
+        full[k] = -2
+    gcodes = np.fromiter(map(full.get, g.keys, repeat(-1)), np.int64, len(g.keys))
+    if amb_keys:
+        for i in np.flatnonzero(gcodes == -2).tolist():
+            k = g.keys[i]
+            amb[i] = amb_keys[k]
+            guess[i] = guess_keys[k]
     return _Snap(e.codes(), gcodes, amb, guess)
 
 
@@ -493,11 +522,25 @@ def _bag_equal_ambiguous(base: _Rows, snaps: list[_Snap]) -> bool:
     if not np.array_equal(np.sort(plain.e), np.sort(plain.g)):
         return False  # the unambiguous columns alone already differ
     right = Counter(zip(plain.e.tolist(), *(s.exp.tolist() for s in amb_snaps), strict=True))
-    got_cols = [s.got.tolist() for s in amb_snaps]
+    amb_rows = sorted(set().union(*(s.amb.keys() for s in amb_snaps)))
+    concrete = np.ones(len(plain.g), dtype=bool)
+    concrete[amb_rows] = False
+    # rows without an ambiguous value can only take identical expected rows: assign them first
+    for key, cnt in Counter(zip(plain.g[concrete].tolist(), *(s.got[concrete].tolist() for s in amb_snaps),
+                                strict=True)).items():
+        have = right.get(key, 0)
+        if have < cnt:
+            return False
+        right[key] = have - cnt
+    right = Counter({k: v for k, v in right.items() if v > 0})
     left: Counter = Counter()
-    pg = plain.g.tolist()
-    for r in range(len(pg)):
-        left[(pg[r], *((s.amb[r] if r in s.amb else (col[r],)) for s, col in zip(amb_snaps, got_cols, strict=True)))] += 1
+    for r in amb_rows:
+        left[(int(plain.g[r]), *((s.amb[r] if r in s.amb else (int(s.got[r]),)) for s in amb_snaps))] += 1
+    if sum(left.values()) != sum(right.values()):
+        return False
+    if not left:
+        return True
+    pg = amb_rows
     r_index = {k: i for i, k in enumerate(right)}
     nl, nr = len(left), len(right)
     src, sink = 0, 1 + nl + nr
@@ -831,7 +874,7 @@ def _compare_facts(expected: ResultSet, got: ResultSet, ecols, gcols, seg) -> tu
         tried: set[int] = set()
         prev_same = None
         p = order[depth - 1] if depth else None
-        if p is not None and eident[p] == eident[i] and ecols[p].keys == ecols[i].keys:
+        if p is not None and eident[p] == eident[i] and tuple(ecols[p].keys) == tuple(ecols[i].keys):
             prev_same = assign[p]  # identical expected columns: assign in increasing order
         for j in cands[i]:
             if j in used or gident[j] in tried or (prev_same is not None and j < prev_same):
@@ -895,6 +938,36 @@ class _SearchBudget(Exception):
     pass
 
 
+_DUCK_SCALAR = re.compile(
+    r"^(BIGINT|INTEGER|INT|INT8|INT4|SMALLINT|TINYINT|HUGEINT|UBIGINT|UINTEGER|USMALLINT|UTINYINT|UHUGEINT"
+    r"|DOUBLE|FLOAT|REAL|DECIMAL(\(\d+,\s*\d+\))?|NUMERIC(\(\d+,\s*\d+\))?|VARCHAR|TEXT|STRING|DATE"
+    r"|TIMESTAMP( WITH TIME ZONE)?|TIMESTAMPTZ|TIMESTAMP_(S|MS|NS)|TIME|UUID|BLOB|INTERVAL|BOOLEAN)$"
+)
+
+
+def _fast_exact(expected: ResultSet, got: ResultSet, order_matters: bool) -> bool:
+    """Cheap sufficient test for the exact rule: equal bags of raw rows under Python equality.
+
+    Python equality of scalars agrees with the rules (Decimal/int/float by value, NULL only
+    equals NULL, str != number, aware timestamps by instant) except that True == 1: so it is
+    used only when the declared DuckDB types are plain scalars and BOOLEAN columns face
+    BOOLEAN columns. Anything it rejects (NaN, trailing spaces, noise, dates vs timestamps...)
+    goes through the full comparison.
+    """
+    if len(expected.columns) != len(got.columns) or len(expected.rows) != len(got.rows):
+        return False
+    for te, tg in zip(expected.types, got.types, strict=True):
+        te, tg = te.upper().strip(), tg.upper().strip()
+        if not (_DUCK_SCALAR.match(te) and _DUCK_SCALAR.match(tg)) or (te == "BOOLEAN") != (tg == "BOOLEAN"):
+            return False
+    try:
+        if order_matters:
+            return expected.rows == got.rows
+        return Counter(map(tuple, expected.rows)) == Counter(map(tuple, got.rows))
+    except TypeError:  # unhashable values (LIST/STRUCT): full comparison
+        return False
+
+
 def compare(
     expected: ResultSet,
     got: ResultSet,
@@ -910,6 +983,18 @@ def compare(
     >>> compare(e, g, order_matters=True, order_keys=["v"]).exact  # tied on v: any order
     True
     """
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # many short-lived tuples and no cycles: the collector only costs time here
+    try:
+        return _compare(expected, got, order_matters, order_keys)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _compare(expected: ResultSet, got: ResultSet, order_matters: bool, order_keys: Sequence[str]) -> Comparison:
+    if _fast_exact(expected, got, order_matters):
+        return Comparison(True, True, "match", "match", tuple(range(len(expected.columns))), None)
     ecols = _columns(expected)
     gcols = _columns(got)
     seg = _segments(expected, ecols, order_keys) if order_matters else None

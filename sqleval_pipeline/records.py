@@ -86,6 +86,14 @@ class Attempt(AttemptKey):
     error_message: str | None = None
     model: str | None = None
     usage: Usage | None = None
+    # audit trail (filled by the attempt runner)
+    generator: str | None = Field(default=None, description="generator kind and name")
+    prompt: str | None = Field(default=None, description="the rendered prompt, when there is one")
+    raw_response: str | None = None
+    retries: int = 0
+    temperature: float | None = None
+    temperature_settable: bool | None = None
+    created_at: str | None = Field(default=None, description="UTC ISO timestamp of the answer")
 
     @model_validator(mode="after")
     def _check_kind(self) -> Attempt:

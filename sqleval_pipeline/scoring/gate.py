@@ -28,7 +28,7 @@ import os
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.scoring.diff import Diff, diff
@@ -49,6 +49,12 @@ class Decision(BaseModel):
     date: _dt.date
     baseline: str = Field(min_length=1, description="baseline configuration version (or a >= 7-char prefix)")
     candidate: str = Field(min_length=1, description="candidate configuration version (or a >= 7-char prefix)")
+
+    @field_validator("baseline", "candidate", mode="before")
+    @classmethod
+    def _versions_as_text(cls, v: object) -> object:
+        # YAML reads an all-digit hash as a number: versions are always text
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
     def matches(self, baseline: str, candidate: str) -> bool:
         return _version_match(self.baseline, baseline) and _version_match(self.candidate, candidate)

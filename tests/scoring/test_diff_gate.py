@@ -17,7 +17,7 @@ from sqleval_pipeline.scoring import (
 from sqleval_pipeline.scoring.diff import Diff
 from sqleval_pipeline.scoring.render import diff_markdown, gate_markdown, scorecard_markdown
 
-from .conftest import BASELINE, make_grades
+from scoring_data import BASELINE, make_grades
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from sqleval_pipeline.scoring import build_scorecard, calibrated_refusal
 from sqleval_pipeline.scoring.scorecard import Scorecard
 from sqleval_pipeline.scoring.stats import cases_needed, cluster_bootstrap_ratio, mcnemar_exact
 
-from .conftest import make_grades
+from scoring_data import make_grades
 
 
 def test_headline_rates(base_grades):

@@ -1,0 +1,253 @@
+"""Configurations of the system under test, and their versions (SPEC §1, §7).
+
+A configuration is a YAML file under ``evals/configs/``. Its *version* is a short hash of its
+canonical content — the parsed model dumped as sorted JSON, so reformatting or reordering the
+YAML changes nothing — *plus the text of every file it points to* (prompt template, glossary
+when curation is on, recorded answers). Change a prompt file and the version changes.
+The Dagster partition key is ``<name>@<hash8>``.
+
+>>> cfg = Configuration(name="demo", generator={"kind": "baseline"})
+>>> cfg.runs, cfg.generator.kind
+(3, 'baseline')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from sqleval_pipeline import paths
+
+log = logging.getLogger(__name__)
+
+MIN_RUNS = 3
+_NAME_RE = r"^[a-z0-9][a-z0-9_-]{0,47}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BaselineSettings(_Strict):
+    """The embedded deterministic, offline baseline (lexical mapping through the glossary)."""
+
+    kind: Literal["baseline"] = "baseline"
+
+
+class AnthropicSettings(_Strict):
+    kind: Literal["anthropic"] = "anthropic"
+    model: str = Field(description="pinned model id, e.g. claude-sonnet-4-5-20250929")
+    max_tokens: int = 2048
+    thinking: Literal["adaptive", "disabled"] = "adaptive"
+    api_key_env: str = "ANTHROPIC_API_KEY"
+    base_url: str | None = Field(default=None, description="default: the SDK's; tests use a loopback fake")
+
+
+class OpenAISettings(_Strict):
+    """Any OpenAI-compatible chat-completions endpoint: OpenAI, vLLM, Ollama, LM Studio."""
+
+    kind: Literal["openai"] = "openai"
+    model: str
+    base_url: str | None = Field(default=None, description="e.g. http://127.0.0.1:8000/v1 for vLLM")
+    base_url_env: str | None = Field(default=None, description="env var holding the base URL")
+    api_key_env: str | None = "OPENAI_API_KEY"
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    top_p: float | None = None
+    seed: int | None = None
+    max_tokens: int = 1024
+    json_mode: bool = True
+
+
+class HttpSettings(_Strict):
+    """A team's own text-to-SQL service: POST the question, read SQL/refusal from JSON."""
+
+    kind: Literal["http"] = "http"
+    url: str | None = None
+    url_env: str | None = None
+    method: Literal["POST"] = "POST"
+    question_field: str = "question"
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict)
+    auth_header_env: str | None = Field(default=None, description="env var with an Authorization value")
+    sql_path: str = Field(default="sql", description="dotted path to the SQL in the response JSON")
+    refusal_path: str | None = Field(default="refusal", description="dotted path to a refusal reason")
+
+
+class RecordedSettings(_Strict):
+    """Replay answers exported from another system: JSONL keyed by case id and run index."""
+
+    kind: Literal["recorded"] = "recorded"
+    path: str
+
+
+class CallableSettings(_Strict):
+    """A system that lives in Python: ``package.module:function``."""
+
+    kind: Literal["callable"] = "callable"
+    target: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+GeneratorSettings = Annotated[
+    BaselineSettings | AnthropicSettings | OpenAISettings | HttpSettings | RecordedSettings
+    | CallableSettings,
+    Field(discriminator="kind"),
+]
+
+
+class ContextSettings(_Strict):
+    """What a model-backed system sees besides the question."""
+
+    prompt_template: str = "evals/prompts/text_to_sql_v1.j2"
+    retrieval_k: int = Field(default=6, ge=0, le=50)
+    curation: bool = Field(default=True, description="feed the curated glossary (semantic layer)")
+    few_shot_examples: int = Field(default=3, ge=0, le=20)
+    sample_values: int = Field(default=3, ge=0, le=10)
+
+
+class Configuration(_Strict):
+    name: str = Field(pattern=_NAME_RE)
+    description: str = ""
+    generator: GeneratorSettings
+    context: ContextSettings = Field(default_factory=ContextSettings)
+    runs: int = Field(default=MIN_RUNS, ge=1, le=100)
+    allow_fewer_runs: bool = Field(default=False, description="explicit override of the 3-run floor")
+    concurrency: int = Field(default=4, ge=1, le=256)
+    timeout_s: float = Field(default=60.0, gt=0, description="per provider call")
+    max_retries: int = Field(default=4, ge=0, le=10)
+    guard: dict[str, Any] = Field(default_factory=dict, description="guard policy overrides")
+    judge: Literal["rules", "llm", "none"] = "rules"
+    judge_model: str | None = None
+    active: bool = Field(default=True, description="re-evaluated by the nightly schedule")
+    baseline: str | None = Field(default=None, description="name of the configuration to diff and gate against")
+    tuned_on_dev: bool = Field(default=False, description="label dev accuracy as tuned")
+
+    @field_validator("runs")
+    @classmethod
+    def _runs(cls, v: int) -> int:
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> Configuration:
+        if self.runs < MIN_RUNS and not self.allow_fewer_runs:
+            raise ValueError(
+                f"runs: {self.runs} is below the floor of {MIN_RUNS} (one run has no error bar); "
+                "set allow_fewer_runs: true to override deliberately"
+            )
+        if self.runs < MIN_RUNS:
+            log.warning("configuration %s runs each case only %d time(s): no reliable spread or "
+                        "flip rate", self.name, self.runs)
+        model = getattr(self.generator, "model", None)
+        if self.judge == "llm" and self.judge_model and model and self.judge_model == model:
+            raise ValueError("judge_model must differ from the model that generates the SQL")
+        return self
+
+    # --- files the configuration depends on ---------------------------------------------
+
+    def referenced_files(self, root: Path = paths.REPO_ROOT) -> dict[str, Path]:
+        files: dict[str, Path] = {}
+        if self.generator.kind in ("anthropic", "openai"):
+            files["prompt_template"] = root / self.context.prompt_template
+        if self.context.curation:
+            files["glossary"] = paths.GLOSSARY_PATH
+        if self.generator.kind == "recorded":
+            files["recorded"] = root / self.generator.path
+        return files
+
+
+class LoadedConfig(BaseModel):
+    """A configuration with where it came from and its version."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    config: Configuration
+    path: Path
+    version: str
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def partition_key(self) -> str:
+        return f"{self.config.name}@{self.version}"
+
+
+class ConfigError(ValueError):
+    """A configuration file is invalid; the message names the file and the field."""
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def config_version(config: Configuration, root: Path = paths.REPO_ROOT) -> str:
+    """8 hex digits over the canonical configuration and the text of its referenced files.
+
+    Fields that do not change what the system answers (description, active, concurrency)
+    are excluded, so turning a configuration off or running it faster keeps its version.
+    """
+    content = config.model_dump(mode="json", exclude={"description", "active", "concurrency"})
+    h = hashlib.sha256(canonical_json(content).encode())
+    for label, path in sorted(config.referenced_files(root).items()):
+        try:
+            text = path.read_bytes()
+        except FileNotFoundError:
+            raise ConfigError(f"{label} file {path} referenced by configuration "
+                              f"'{config.name}' does not exist") from None
+        h.update(f"\n{label}\n".encode())
+        h.update(hashlib.sha256(text).digest())
+    return h.hexdigest()[:8]
+
+
+def _yaml_line(text: str, field: str) -> int | None:
+    m = re.search(rf"^\s*{re.escape(field)}\s*:", text, flags=re.M)
+    return text[: m.start()].count("\n") + 1 if m else None
+
+
+def load_config(path: Path, root: Path = paths.REPO_ROOT) -> LoadedConfig:
+    """Load and version one configuration file; errors name the file, line and field."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: configuration file not found") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a configuration is a YAML mapping (name:, generator:, ...)")
+    try:
+        config = Configuration.model_validate(data)
+    except ValidationError as exc:
+        msgs = []
+        for e in exc.errors():
+            loc = [str(x) for x in e["loc"]]
+            # drop the discriminator tag pydantic adds (generator.anthropic.model -> generator.model)
+            if len(loc) >= 2 and loc[0] == "generator" and loc[1] in (
+                "baseline", "anthropic", "openai", "http", "recorded", "callable"
+            ):
+                loc = [loc[0], *loc[2:]]
+            field = ".".join(loc)
+            line = _yaml_line(text, loc[-1]) if loc else None
+            where = f"{path}:{line}" if line else str(path)
+            msgs.append(f"{where}: field '{field}': {e['msg']}")
+        raise ConfigError("\n".join(msgs)) from exc
+    return LoadedConfig(config=config, path=path, version=config_version(config, root))
+
+
+def load_configs(directory: Path = paths.EVALS_DIR / "configs") -> list[LoadedConfig]:
+    configs = [load_config(p) for p in sorted(directory.glob("*.yaml"))]
+    names: dict[str, Path] = {}
+    for c in configs:
+        if c.name in names:
+            raise ConfigError(f"{c.path}: configuration name '{c.name}' is already used by {names[c.name]}")
+        names[c.name] = c.path
+    return configs

@@ -1,0 +1,180 @@
+"""Claude through the ``anthropic`` SDK (2.14): ``messages.parse`` with a pydantic output model.
+
+The model is pinned by the configuration; the answer is validated by the SDK against
+:class:`ClaudeAnswer` (``kind`` = ``"sql"`` | ``"refusal"``, ``sql``, ``refusal_reason``).
+Anthropic 2.14 has no temperature parameter, so every output records ``temperature=None``
+and ``temperature_settable=False`` rather than pretending (STACK.md).
+
+The SDK's own retries are off (``max_retries=0``): the attempt runner retries, through
+:func:`~sqleval_pipeline.generation.retry.call_with_retries`, so a retry is visible and
+counted. SDK exceptions become :class:`ProviderError` codes (see ``_common``).
+
+>>> from sqleval_pipeline.configs import AnthropicSettings
+>>> gen = AnthropicGenerator(AnthropicSettings(model="claude-sonnet-4-5-20250929"),
+...                          api_key="sk-ant-...")                         # doctest: +SKIP
+>>> out = gen.generate(ctx)                                                 # doctest: +SKIP
+>>> out.kind, out.sql, out.temperature_settable                             # doctest: +SKIP
+('sql', 'SELECT ...', False)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, Literal
+
+import anthropic
+from pydantic import BaseModel, Field
+
+from sqleval_pipeline.configs import AnthropicSettings
+from sqleval_pipeline.generation._common import (
+    NO_REASON,
+    env_value,
+    map_http_status,
+    parse_retry_after,
+    prompt_of,
+    truncate_raw,
+)
+from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput, ProviderError
+from sqleval_pipeline.records import Usage
+
+log = logging.getLogger(__name__)
+
+
+class ClaudeAnswer(BaseModel):
+    """The structured answer Claude is asked for (``output_format`` of ``messages.parse``)."""
+
+    kind: Literal["sql", "refusal"] = Field(description="'sql' to answer, 'refusal' to decline")
+    sql: str | None = Field(default=None, description="one SELECT statement when kind is 'sql'")
+    refusal_reason: str | None = Field(default=None, description="why, when kind is 'refusal'")
+
+
+class AnthropicGenerator:
+    """A Claude model answering through ``messages.parse``.
+
+    Args:
+        settings: the configuration's ``generator`` block (model, max_tokens, thinking,
+            api_key_env, base_url).
+        api_key: overrides the key read from ``settings.api_key_env``.
+        timeout_s: per-call timeout in seconds (the configuration's ``timeout_s``).
+
+    Raises:
+        ProviderError: ``missing_credentials`` when no key is given nor found in the
+            environment — at construction, before any case is attempted.
+    """
+
+    def __init__(self, settings: AnthropicSettings, *, api_key: str | None = None,
+                 timeout_s: float = 60) -> None:
+        self.settings = settings
+        self.name = f"anthropic:{settings.model}"
+        self.timeout_s = timeout_s
+        key = api_key or env_value(settings.api_key_env)
+        if not key:
+            raise ProviderError(
+                "missing_credentials",
+                f"the anthropic generator needs an API key: set {settings.api_key_env} "
+                f"(settings.api_key_env) in the environment, e.g. "
+                f"`export {settings.api_key_env}=sk-ant-...`",
+            )
+        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0, "timeout": timeout_s}
+        if settings.base_url:
+            kwargs["base_url"] = settings.base_url
+        self._client = anthropic.Anthropic(**kwargs)
+
+    def generate(self, ctx: GenerationContext) -> GenerationOutput:
+        """Ask the model for the case; SQL or a refusal, or a :class:`ProviderError`."""
+        request: dict[str, Any] = {
+            "model": self.settings.model,
+            "max_tokens": self.settings.max_tokens,
+            "messages": [{"role": "user", "content": prompt_of(ctx)}],
+            "output_format": ClaudeAnswer,
+        }
+        if self.settings.thinking != "disabled":
+            request["thinking"] = {"type": "adaptive"}
+        started = time.perf_counter()
+        try:
+            message = self._client.messages.parse(**request)
+        except anthropic.APIStatusError as exc:
+            raise self._status_error(exc) from exc
+        except anthropic.APITimeoutError as exc:
+            raise ProviderError("provider_timeout",
+                                f"anthropic did not answer within {self.timeout_s:g} s",
+                                retryable=True) from exc
+        except anthropic.APIConnectionError as exc:
+            raise ProviderError("unreachable", f"cannot reach the anthropic API at "
+                                f"{self._client.base_url}: {exc.__cause__ or exc}",
+                                retryable=True) from exc
+        except anthropic.APIResponseValidationError as exc:
+            raise ProviderError("malformed_response", f"anthropic response did not validate: {exc}",
+                                retryable=True, raw_response=_body_text(exc.body)) from exc
+        except ValueError as exc:  # JSON body or the model's JSON did not parse/validate
+            raise ProviderError("malformed_response",
+                                f"the model's answer is not the expected JSON: {_short(exc)}",
+                                retryable=True) from exc
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        return self._output(message, latency_ms)
+
+    def close(self) -> None:
+        """Close the SDK's HTTP connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> AnthropicGenerator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _output(self, message: Any, latency_ms: float) -> GenerationOutput:
+        raw = truncate_raw(message.to_json(indent=None))
+        usage = Usage(
+            input_tokens=getattr(message.usage, "input_tokens", None),
+            output_tokens=getattr(message.usage, "output_tokens", None),
+            latency_ms=round(latency_ms, 3),
+        )
+        common = {"usage": usage, "raw_response": raw, "model": message.model or self.settings.model,
+                  "temperature": None, "temperature_settable": False}
+        answer: ClaudeAnswer | None = message.parsed_output
+        if answer is None:
+            if message.stop_reason == "refusal":
+                return GenerationOutput(kind="refusal", refusal_reason="the model declined "
+                                        "(stop_reason=refusal)", **common)
+            raise ProviderError(
+                "malformed_response",
+                f"the model returned no JSON answer (stop_reason={message.stop_reason}"
+                + (", raise max_tokens" if message.stop_reason == "max_tokens" else "") + ")",
+                retryable=True, raw_response=raw)
+        if answer.kind == "refusal":
+            reason = (answer.refusal_reason or "").strip() or NO_REASON
+            return GenerationOutput(kind="refusal", refusal_reason=reason, **common)
+        sql = (answer.sql or "").strip()
+        if not sql:
+            raise ProviderError("malformed_response", "the model answered kind 'sql' with no SQL",
+                                retryable=True, raw_response=raw)
+        return GenerationOutput(kind="sql", sql=sql, **common)
+
+    def _status_error(self, exc: anthropic.APIStatusError) -> ProviderError:
+        message = getattr(exc, "api_message", None) or str(exc)
+        return map_http_status(
+            exc.status_code, message, retry_after=parse_retry_after(exc.response.headers),
+            raw_response=truncate_raw(_body_text(exc.body)), provider="anthropic",
+            credential_hint=f"the key in {self.settings.api_key_env}",
+        )
+
+
+def _body_text(body: object) -> str | None:
+    if body is None:
+        return None
+    if isinstance(body, str):
+        return body
+    try:
+        return json.dumps(body, default=str)
+    except (TypeError, ValueError):
+        return str(body)
+
+
+def _short(exc: Exception, limit: int = 500) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit] + "…"

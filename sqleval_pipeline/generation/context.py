@@ -1,0 +1,266 @@
+"""What a system under test sees: schema context, the glossary, retrieved examples, a prompt.
+
+* **Schema context** covers the allowlisted tables of the serving snapshot only (the file holds
+  nothing else): a ``CREATE TABLE`` per table with column types, and — when curation is on —
+  the dbt descriptions of tables and columns. A few sample values are listed for low-cardinality
+  text columns (never free text, so seller descriptions stay out of prompts).
+* **Glossary** entries are offered only when curation is on.
+* **Retrieval** ranks tables, glossary entries and *dev-split* example triples against the
+  question with a light BM25; held-out cases are never candidates, and neither is the case
+  being asked.
+* **Prompt**: a versioned Jinja2 template under ``evals/prompts/`` rendered per attempt.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+from sqleval_pipeline import paths
+from sqleval_pipeline.configs import ContextSettings
+from sqleval_pipeline.generation.base import Example, GenerationContext
+from sqleval_pipeline.glossary import Glossary, Term
+from sqleval_pipeline.golden.model import Case
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("a an the of in on for to by and or is are was were what which how many much "
+                  "do does did we our us me give show list with from at per each that this".split())
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens with a crude plural strip, stop words removed.
+
+    >>> tokens("How many Orders were paid by UPI?")
+    ['order', 'paid', 'upi']
+    """
+    out = []
+    for t in _TOKEN.findall(text.lower().replace("_", " ")):
+        if t in _STOP:
+            continue
+        if len(t) > 3 and t.endswith("s") and not t.endswith("ss"):
+            t = t[:-1]
+        out.append(t)
+    return out
+
+
+@dataclass
+class Column:
+    name: str
+    type: str
+    description: str = ""
+    samples: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TableInfo:
+    name: str
+    description: str
+    columns: list[Column]
+
+
+@dataclass
+class SchemaCatalog:
+    """The allowlisted tables of a serving snapshot, with dbt descriptions."""
+
+    as_of: dt.date
+    tables: list[TableInfo]
+
+    def table(self, name: str) -> TableInfo | None:
+        return next((t for t in self.tables if t.name == name), None)
+
+    def render(self, *, curated: bool, only: list[str] | None = None) -> str:
+        parts = []
+        for t in self.tables:
+            if only is not None and t.name not in only:
+                continue
+            lines = []
+            if curated and t.description:
+                lines.append(f"-- {t.name}: {t.description}")
+            lines.append(f"CREATE TABLE {t.name} (")
+            for i, c in enumerate(t.columns):
+                note = []
+                if curated and c.description:
+                    note.append(c.description.rstrip("."))
+                if c.samples:
+                    note.append("values: " + ", ".join(repr(s) for s in c.samples))
+                comma = "," if i < len(t.columns) - 1 else ""
+                lines.append(f"  {c.name} {c.type}{comma}" + (f"  -- {'; '.join(note)}" if note else ""))
+            lines.append(");")
+            parts.append("\n".join(lines))
+        return "\n\n".join(parts)
+
+
+def _dbt_descriptions(manifest_path: Path) -> dict[str, tuple[str, dict[str, str]]]:
+    if not manifest_path.exists():
+        return {}
+    data = json.loads(manifest_path.read_text())
+    out = {}
+    for node in data.get("nodes", {}).values():
+        if node.get("resource_type") == "model":
+            cols = {k: (v.get("description") or "").strip() for k, v in node.get("columns", {}).items()}
+            out[node["name"]] = (" ".join((node.get("description") or "").split()), cols)
+    return out
+
+
+def load_catalog(serving: Path, as_of: dt.date, *, sample_values: int = 3,
+                 manifest_path: Path | None = None) -> SchemaCatalog:
+    """Read tables, columns and sample values from a serving snapshot (read-only)."""
+    from sqleval_pipeline.snapshot import open_readonly
+
+    descriptions = _dbt_descriptions(manifest_path or paths.DBT_PROJECT_DIR / "target" / "manifest.json")
+    con = open_readonly(serving)
+    try:
+        names = [r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' AND NOT internal "
+            "ORDER BY table_name").fetchall()]
+        tables = []
+        for name in names:
+            tdesc, cdesc = descriptions.get(name, ("", {}))
+            cols = []
+            for cname, ctype in con.execute(
+                "SELECT column_name, data_type FROM duckdb_columns() WHERE schema_name = 'main' "
+                "AND table_name = ? ORDER BY column_index", [name]).fetchall():
+                samples: list[str] = []
+                if sample_values and ctype == "VARCHAR":
+                    (n_distinct,), = con.execute(
+                        f'SELECT count(DISTINCT "{cname}") FROM main."{name}"').fetchall()
+                    if n_distinct <= 30:  # categorical: list every value
+                        limit = n_distinct
+                        samples = [r[0] for r in con.execute(
+                            f'SELECT "{cname}" FROM main."{name}" WHERE "{cname}" IS NOT NULL '
+                            f'GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT {limit}').fetchall()]
+                cols.append(Column(cname, ctype, cdesc.get(cname, ""), samples))
+            tables.append(TableInfo(name, tdesc, cols))
+    finally:
+        con.close()
+    return SchemaCatalog(as_of, tables)
+
+
+# ---- retrieval --------------------------------------------------------------------------
+
+
+@dataclass
+class Doc:
+    kind: str  # table | glossary | example
+    key: str
+    text: str
+
+
+class BM25:
+    """A small Okapi BM25 over pre-tokenized documents (k1=1.2, b=0.75)."""
+
+    def __init__(self, docs: list[Doc], k1: float = 1.2, b: float = 0.75):
+        self.docs = docs
+        self.toks = [tokens(d.text) for d in docs]
+        self.k1, self.b = k1, b
+        self.avgdl = sum(map(len, self.toks)) / max(1, len(self.toks))
+        df = Counter(t for toks in self.toks for t in set(toks))
+        n = len(docs)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        self.tf = [Counter(t) for t in self.toks]
+
+    def scores(self, query: str) -> list[float]:
+        q = tokens(query)
+        out = []
+        for tf, toks in zip(self.tf, self.toks, strict=True):
+            s = 0.0
+            for t in q:
+                if t in tf:
+                    f = tf[t]
+                    s += self.idf[t] * f * (self.k1 + 1) / (
+                        f + self.k1 * (1 - self.b + self.b * len(toks) / self.avgdl))
+            out.append(s)
+        return out
+
+    def top(self, query: str, k: int, kind: str | None = None) -> list[Doc]:
+        ranked = sorted(
+            ((s, i) for i, s in enumerate(self.scores(query))
+             if kind is None or self.docs[i].kind == kind),
+            key=lambda x: (-x[0], x[1]),
+        )
+        return [self.docs[i] for s, i in ranked[:k] if s > 0]
+
+
+def glossary_text(term: Term) -> str:
+    parts = [f"- {term.term} ({term.kind})"]
+    if term.aliases:
+        parts.append(f"aka {', '.join(term.aliases)}")
+    parts.append(f": {term.definition.strip()}")
+    if term.sql:
+        parts.append(f" SQL: {term.sql}")
+    if term.filter:
+        parts.append(f" WHERE {term.filter}")
+    if term.tables:
+        parts.append(f" [tables: {', '.join(term.tables)}]")
+    return " ".join(parts)
+
+
+class ContextBuilder:
+    """Builds the per-attempt context for one configuration over one snapshot.
+
+    ``examples`` must come from the golden set; only dev-split, verified, answerable cases
+    with reference SQL are ever used, and never the case being asked.
+    """
+
+    def __init__(self, catalog: SchemaCatalog, settings: ContextSettings,
+                 glossary: Glossary | None, example_cases: list[Case],
+                 template_path: Path | None = None):
+        self.catalog = catalog
+        self.settings = settings
+        self.glossary = glossary if settings.curation else None
+        self.examples = [
+            Example(case_id=c.id, question=c.question, sql=c.reference_sql)
+            for c in example_cases
+            if c.split == "dev" and c.status == "verified" and c.answerable and c.reference_sql
+        ]
+        docs = [Doc("table", t.name, f"{t.name} {t.description} "
+                    + " ".join(f"{c.name} {c.description}" for c in t.columns))
+                for t in catalog.tables]
+        if self.glossary:
+            docs += [Doc("glossary", t.term, f"{t.term} {' '.join(t.aliases)} {t.definition}")
+                     for t in self.glossary.terms]
+        docs += [Doc("example", e.case_id, e.question) for e in self.examples]
+        self.index = BM25(docs)
+        self.template = None
+        if template_path is not None:
+            env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False,
+                                     keep_trailing_newline=True)
+            self.template = env.from_string(template_path.read_text(encoding="utf-8"))
+
+    def build(self, case_id: str, question: str, run_index: int) -> GenerationContext:
+        k = self.settings.retrieval_k
+        tables = [d.key for d in self.index.top(question, k, "table")] if k else []
+        schema = self.catalog.render(curated=self.settings.curation, only=tables or None)
+        glossary = None
+        if self.glossary:
+            terms = {t.term: t for t in self.glossary.terms}
+            picked = [terms[d.key] for d in self.index.top(question, k or len(terms), "glossary")]
+            # refusal guidance is always included when curated: it is the system's brake
+            picked += [t for t in self.glossary.terms if t.kind == "refusal" and t not in picked]
+            glossary = "\n".join(glossary_text(t) for t in picked)
+        by_id = {e.case_id: e for e in self.examples}
+        shots = [by_id[d.key] for d in self.index.top(question, self.settings.few_shot_examples + 1,
+                                                      "example") if d.key != case_id]
+        shots = shots[: self.settings.few_shot_examples]
+        ctx = GenerationContext(case_id=case_id, run_index=run_index, question=question,
+                                as_of=self.catalog.as_of, schema_context=schema,
+                                glossary_context=glossary, examples=shots)
+        if self.template is not None:
+            ctx.prompt = self.template.render(
+                question=question, dialect="duckdb", as_of=self.catalog.as_of.isoformat(),
+                schema=schema, glossary=glossary, examples=shots, curation=self.settings.curation,
+            )
+        return ctx
+
+
+@lru_cache(maxsize=8)
+def cached_catalog(serving: str, as_of: dt.date, sample_values: int) -> SchemaCatalog:
+    return load_catalog(Path(serving), as_of, sample_values=sample_values)

@@ -1,0 +1,184 @@
+"""Produce attempts for (configuration version, case, run) with bounded concurrency.
+
+* Each attempt is journaled to ``parts/<case>__r<run>.json`` the moment it finishes (atomic
+  rename), so an interrupted batch resumes without repeating finished attempts.
+* Provider failures are retried with exponential backoff (honouring ``retry-after``); an
+  attempt whose provider cannot be reached ends as ``kind="error"`` (graded ERROR, outside the
+  denominator), never as a wrong answer.
+* When every attempt is in, the parts are consolidated into ``attempts.parquet`` and the
+  batch is marked complete; re-running a complete batch makes no provider calls.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqleval_pipeline.generation.base import Generator, ProviderError
+from sqleval_pipeline.generation.context import ContextBuilder
+from sqleval_pipeline.golden.model import Case
+from sqleval_pipeline.records import Attempt, load_records, save_records
+from sqleval_pipeline.store import BatchInfo, Store, atomic_write_text
+
+
+def golden_hash(cases: Sequence[Case]) -> str:
+    h = hashlib.sha256()
+    for c in sorted(cases, key=lambda c: c.id):
+        h.update(c.to_json_line().encode())
+    return h.hexdigest()[:12]
+
+
+def part_name(case_id: str, run_index: int) -> str:
+    return f"{case_id}__r{run_index}.json"
+
+
+@dataclass
+class RunResult:
+    attempts: list[Attempt]
+    batch: BatchInfo
+    provider_calls: int
+    resumed: int  # attempts found already journaled
+    seconds: float
+
+
+class _Counter:
+    def __init__(self):
+        self.n = 0
+        self._lock = threading.Lock()
+
+    def inc(self) -> None:
+        with self._lock:
+            self.n += 1
+
+
+def _call(generator: Generator, ctx, max_retries: int, calls: _Counter, sleep):
+    from sqleval_pipeline.generation.retry import call_with_retries
+
+    def once():
+        calls.inc()
+        return generator.generate(ctx)
+
+    return call_with_retries(once, max_retries=max_retries, sleep=sleep)
+
+
+def make_attempt(case: Case, run_index: int, *, config_version: str, batch_id: str,
+                 generator: Generator, builder: ContextBuilder, max_retries: int,
+                 calls: _Counter, sleep=time.sleep) -> Attempt:
+    ctx = builder.build(case.id, case.question, run_index)
+    base = dict(config_version=config_version, case_id=case.id, run_index=run_index,
+                batch_id=batch_id, generator=generator.name, prompt=ctx.prompt,
+                created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    try:
+        out, retries = _call(generator, ctx, max_retries, calls, sleep)
+    except ProviderError as exc:
+        return Attempt(**base, kind="error", error_code=exc.code, error_message=exc.message,
+                       raw_response=exc.raw_response, retries=getattr(exc, "retries", 0))
+    except Exception as exc:  # a generator bug is a harness fault, never the system's answer
+        return Attempt(**base, kind="error", error_code="harness_error",
+                       error_message=f"{type(exc).__name__}: {exc}")
+    common = dict(model=out.model, usage=out.usage, raw_response=out.raw_response,
+                  retries=retries, temperature=out.temperature,
+                  temperature_settable=out.temperature_settable)
+    if out.kind == "sql" and out.sql and out.sql.strip():
+        return Attempt(**base, **common, kind="sql", sql=out.sql)
+    reason = out.refusal_reason or ("empty SQL" if out.kind == "sql" else "declined")
+    return Attempt(**base, **common, kind="refusal", refusal_reason=reason)
+
+
+def run_attempts(
+    *, store: Store, info: BatchInfo, cases: Sequence[Case], generator: Generator,
+    builder: ContextBuilder, concurrency: int, max_retries: int,
+    on_progress: Callable[[int, int], None] | None = None, sleep=time.sleep,
+) -> RunResult:
+    """Fill the batch with attempts (resuming), consolidate, and mark it complete."""
+    started = time.perf_counter()
+    bdir = store.batch_dir(info.partition_key, info.batch_id)
+    final = bdir / "attempts.parquet"
+    if info.status == "complete" and final.exists():
+        attempts = load_records(final, Attempt)
+        return RunResult(attempts, info, 0, len(attempts), time.perf_counter() - started)
+    parts = bdir / "parts"
+    parts.mkdir(parents=True, exist_ok=True)
+    store.write_batch(info)
+    todo = []
+    done: dict[tuple[str, int], Attempt] = {}
+    by_id = {c.id: c for c in cases}
+    for cid in info.case_ids:
+        for r in range(info.runs):
+            p = parts / part_name(cid, r)
+            if p.exists():
+                try:
+                    done[(cid, r)] = Attempt.model_validate_json(p.read_text())
+                    continue
+                except ValueError:
+                    p.unlink()  # a torn journal entry is simply redone
+            todo.append((by_id[cid], r))
+    resumed = len(done)
+    total = len(info.case_ids) * info.runs
+    calls = _Counter()
+    if on_progress:
+        on_progress(resumed, total)
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = {
+            pool.submit(make_attempt, case, r, config_version=info.config_version,
+                        batch_id=info.batch_id, generator=generator, builder=builder,
+                        max_retries=max_retries, calls=calls, sleep=sleep): (case.id, r)
+            for case, r in todo
+        }
+        for fut in as_completed(futures):
+            cid, r = futures[fut]
+            attempt = fut.result()
+            atomic_write_text(parts / part_name(cid, r), attempt.model_dump_json())
+            done[(cid, r)] = attempt
+            if on_progress:
+                on_progress(len(done), total)
+    attempts = [done[(cid, r)] for cid in info.case_ids for r in range(info.runs)]
+    save_records(final, attempts) if attempts else final.write_bytes(b"")
+    counts: dict[str, int] = {}
+    for a in attempts:
+        counts[a.kind] = counts.get(a.kind, 0) + 1
+    info = info.model_copy(update={
+        "status": "complete", "counts": counts,
+        "provider_calls": info.provider_calls + calls.n,
+        "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    })
+    store.write_batch(info)
+    for p in parts.glob("*.json"):
+        p.unlink()
+    parts.rmdir()
+    return RunResult(attempts, info, calls.n, resumed, time.perf_counter() - started)
+
+
+def open_batch(store: Store, *, partition_key: str, config_name: str, config_version: str,
+               snapshot_id: str, cases: Sequence[Case], runs: int, mode: str = "latest",
+               batch_id: str | None = None) -> BatchInfo:
+    """Pick the batch to fill: ``latest`` resumes/reuses the newest batch made for the same
+    cases, snapshot and golden set; ``new`` always starts a fresh one (nightly re-evaluation);
+    an explicit ``batch_id`` resumes that batch."""
+    from sqleval_pipeline.store import new_batch_id
+
+    gh = golden_hash(cases)
+    ids = [c.id for c in cases]
+    if batch_id:
+        found = [b for b in store.batches(partition_key) if b.batch_id == batch_id]
+        if not found:
+            raise ValueError(f"no batch {batch_id} for {partition_key}")
+        return found[0]
+    if mode == "latest":
+        for b in reversed(store.batches(partition_key)):
+            if b.snapshot_id == snapshot_id and b.golden_hash == gh and b.case_ids == ids \
+                    and b.runs == runs:
+                return b
+    elif mode != "new":
+        raise ValueError(f"batch mode must be 'latest' or 'new', not {mode!r}")
+    return BatchInfo(
+        batch_id=new_batch_id(), partition_key=partition_key, config_name=config_name,
+        config_version=config_version, snapshot_id=snapshot_id, golden_hash=gh, runs=runs,
+        case_ids=ids, created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    )

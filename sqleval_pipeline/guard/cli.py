@@ -1,0 +1,144 @@
+"""``sqleval guardrails``: run the hostile suite against the guard.
+
+    sqleval guardrails run [--cases FILE ...] [--json OUT] [--snapshot PATH] [--timeout S]
+
+Runs the built-in suite (``evals/hostile/*.jsonl``) or the given files on the pinned serving
+snapshot (or ``--snapshot``), prints a table (case, category, blocked by, reason, ms) and a
+summary per category, verifies the snapshot file's SHA-256 is unchanged afterwards, and exits
+1 if any case got through or the checksum changed (2 on a setup error). Question cases are
+answered by the adversarial test double (it obeys every injection), so the run proves the
+non-prompt layers whatever a model would do.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sqleval_pipeline import paths
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Guarded execution and the hostile suite.")
+console = Console()
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _resolve_snapshot(snapshot: Path | None) -> tuple[Path, dt.date]:
+    from sqleval_pipeline import snapshot as snap
+
+    pinned = snap.read_pinned(paths.SNAPSHOT_MANIFEST_DIR)
+    manifest = None
+    if pinned is not None:
+        mpath = snap.manifest_path(paths.SNAPSHOT_MANIFEST_DIR, pinned)
+        if mpath.exists():
+            manifest = snap.SnapshotManifest.from_file(mpath)
+    if snapshot is None:
+        if pinned is None:
+            _fail("no pinned snapshot (snapshots/pinned); run `sqleval snapshot build` or pass --snapshot")
+        snapshot = snap.serving_path(paths.home().snapshot_dir, pinned)
+    if not snapshot.exists():
+        _fail(f"serving file {snapshot} is missing; run `sqleval snapshot build`")
+    mpath = snap.manifest_path(paths.SNAPSHOT_MANIFEST_DIR, snapshot.stem)
+    if mpath.exists():
+        manifest = snap.SnapshotManifest.from_file(mpath)
+    elif manifest is None or manifest.snapshot_id != snapshot.stem:
+        from sqleval_pipeline.warehouse.rawgen import AS_OF
+
+        return snapshot, AS_OF
+    return snapshot, manifest.as_of
+
+
+@app.command("run")
+def run(
+    cases: Annotated[Optional[list[Path]], typer.Option("--cases", help="hostile case file(s) (JSON Lines)")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="write the full report as JSON")] = None,
+    snapshot: Annotated[Optional[Path], typer.Option("--snapshot", help="serving snapshot file")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="statement timeout for the run, seconds "
+                                                             "(bombs are contained within it)")] = 5.0,
+    log: Annotated[Optional[Path], typer.Option("--log", help="append every execution record (JSONL)")] = None,
+) -> None:
+    """Run the hostile suite; exit non-zero if anything got through or the snapshot changed."""
+    from sqleval_pipeline.guard.executor import GuardedExecutor, GuardSetupError
+    from sqleval_pipeline.guard.hostile import HostileCaseError, load_cases, run_suite
+    from sqleval_pipeline.guard.policy import PolicyError
+    from sqleval_pipeline.guard.sandbox import SandboxError
+
+    logging.getLogger("sqleval_pipeline.guard").setLevel(logging.WARNING)
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    path, as_of = _resolve_snapshot(snapshot)
+    try:
+        suite = load_cases(cases or None)
+    except HostileCaseError as exc:
+        _fail(str(exc))
+    try:
+        executor = GuardedExecutor(path, as_of=as_of, log_path=log)
+    except (GuardSetupError, PolicyError, SandboxError) as exc:
+        _fail(str(exc))
+    with executor:
+        with console.status(f"running {len(suite)} hostile cases on {path.name} …"):
+            report = run_suite(suite, executor, timeout_s=timeout)
+
+    table = Table(title=f"hostile suite on {path.name}")
+    for col in ("case", "category", "verdict", "blocked by", "reason", "ms"):
+        table.add_column(col, justify="right" if col == "ms" else "left")
+    for v in report.verdicts:
+        colour = {"blocked": "green", "declined": "yellow"}.get(v.verdict, "bold red")
+        reason = v.reason or ""
+        if not v.expect_met:
+            reason += f" (expected {'/'.join(v.expect)})"
+        table.add_row(v.case_id, v.category, f"[{colour}]{v.verdict}[/]", v.blocked_by or "-", reason,
+                      f"{v.elapsed_ms:.0f}")
+    console.print(table)
+
+    summary = Table(title="per category")
+    layers = ("filter", "database", "sandbox", "cap")
+    for col in ("category", "cases", "blocked", *layers, "declined", "got through"):
+        summary.add_column(col, justify="left" if col == "category" else "right")
+    for cat, row in sorted(report.summary().items()):
+        summary.add_row(cat, str(row["cases"]), str(row["blocked"]),
+                        *(str(row.get(f"by_{layer}", 0)) for layer in layers),
+                        str(row["declined"]), str(row["got_through"]))
+    console.print(summary)
+
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
+        console.print(f"report written to {json_out}")
+    through = report.got_through
+    ok_sum = "unchanged" if report.checksum_unchanged else "[bold red]CHANGED[/]"
+    console.print(f"{len(report.verdicts)} cases in {report.seconds:.1f} s; "
+                  f"snapshot checksum {ok_sum} ({report.checksum_after[:16]}…)")
+    if through:
+        for v in through:
+            err.print(f"[bold red]got through:[/] {v.case_id}: {v.status} {v.reason or ''} "
+                      f"{'; '.join(v.escapes)} — {v.sql!r}", highlight=False)
+    if through or not report.checksum_unchanged:
+        raise typer.Exit(1)
+    console.print("[green]every hostile case was blocked by a non-prompt layer[/]")
+
+
+@app.command("check")
+def check(sql: Annotated[str, typer.Argument(help="SQL text to check with the statement filter")]) -> None:
+    """Run only the statement filter on one SQL text and print its verdict."""
+    from sqleval_pipeline.guard.policy import load_policy
+    from sqleval_pipeline.guard.statement_filter import StatementFilter
+
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    v = StatementFilter(load_policy()).check(sql)
+    if v.allowed:
+        console.print(f"[green]allowed[/] (tables: {', '.join(v.tables) or '-'}; {v.elapsed_ms:.2f} ms)")
+    else:
+        console.print(f"[red]refused[/] {v.reason}: {v.message}", highlight=False)
+        raise typer.Exit(1)

@@ -1,0 +1,336 @@
+"""Guarded execution: the one entry point that runs untrusted SQL through every layer.
+
+Order (SPEC §3): **statement filter** → **pinned clock** (the pinned text is filtered again
+and must hold no clock call) → **database** (read-only, locked, fresh connection) inside the
+**process sandbox** (address-space limit, wall-clock kill) → **result cap** (at most
+``row_cap`` rows, truncation flagged, oversized results refused). The first layer that
+stops a query is named in the result with a reason code and a sentence; nothing raises for
+reasons that come from the SQL.
+
+>>> with GuardedExecutor(snapshot_path, as_of=date(2025, 12, 15)) as guard:   # doctest: +SKIP
+...     r = guard.execute("SELECT count(*) AS n FROM fct_orders")
+...     r.status, r.result.rows
+('ok', [[60000]])
+>>> guard.execute("DROP TABLE fct_orders").describe()                         # doctest: +SKIP
+'refused by filter (ddl_statement): DROP changes the schema; only queries (SELECT) are allowed.'
+
+Each execution is logged as a structured record (:meth:`GuardResult.to_record`) on the
+``sqleval_pipeline.guard`` logger (the JSON-able dict is in ``record.guard``) and, when
+``log_path`` is given, appended to that JSON Lines file. :meth:`GuardResult.to_execution`
+converts to the pipeline's :class:`~sqleval_pipeline.records.Execution` record.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime as dt
+import hashlib
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import sqlglot
+
+from sqleval_pipeline.guard.cap import inject_limit
+from sqleval_pipeline.guard.clock import pin_clock, residual_clock_calls
+from sqleval_pipeline.guard.database import classify_error
+from sqleval_pipeline.guard.policy import GuardPolicy, load_policy
+from sqleval_pipeline.guard.sandbox import WorkerPool, WorkerReply
+from sqleval_pipeline.guard.statement_filter import StatementFilter
+from sqleval_pipeline.results import ResultSet, encode_value
+
+log = logging.getLogger("sqleval_pipeline.guard")
+
+Status = Literal["ok", "refused", "timeout", "error"]
+NON_PROMPT_LAYERS = ("filter", "database", "sandbox", "cap")
+
+
+class GuardSetupError(RuntimeError):
+    """The guard could not be set up (missing snapshot, unexpected objects in it ...)."""
+
+
+@dataclass
+class GuardResult:
+    """The typed outcome of one guarded execution.
+
+    - ``status="ok"``: ``result`` holds at most ``row_cap`` rows; ``truncated`` says more
+      existed (``layer="cap"``, ``reason="row_cap"`` then).
+    - ``status="refused"``: ``layer`` (filter, database, sandbox, cap) stopped it; ``reason``
+      is a code, ``message`` a sentence.
+    - ``status="timeout"``: the statement timeout (``layer="database"``) or the wall-clock kill
+      (``layer="sandbox"``) fired.
+    - ``status="error"``: DuckDB rejected the SQL (``error_source="sql"``, ``reason`` is the
+      error code, e.g. ``binder_error``) or the harness failed (``error_source="harness"``).
+    """
+
+    status: Status
+    sql: str
+    layer: str | None = None
+    reason: str | None = None
+    message: str | None = None
+    result: ResultSet | None = None
+    truncated: bool = False
+    elapsed_ms: float = 0.0
+    filter_ms: float = 0.0
+    executed_sql: str | None = None
+    tables: tuple[str, ...] = ()
+    error_source: Literal["sql", "harness"] | None = None
+    snapshot_id: str | None = None
+    policy_version: str | None = None
+    worker_pid: int | None = None
+    timestamp: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat())
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def stopped(self) -> bool:
+        """True when no rows came back (refusal, timeout or error)."""
+        return self.status != "ok"
+
+    def describe(self) -> str:
+        if self.status == "ok":
+            n = len(self.result.rows) if self.result else 0
+            return f"ok: {n} row(s){' (truncated)' if self.truncated else ''}"
+        who = f"by {self.layer} " if self.layer else ""
+        return f"{self.status} {who}({self.reason}): {self.message}"
+
+    def to_record(self, *, include_rows: bool = False, **extra: Any) -> dict[str, Any]:
+        """A JSON-able structured log record of this execution."""
+        rec: dict[str, Any] = {
+            "event": "guarded_execution",
+            "timestamp": self.timestamp,
+            "status": self.status,
+            "layer": self.layer,
+            "reason": self.reason,
+            "message": self.message,
+            "sql_sha256": hashlib.sha256(self.sql.encode("utf-8", "surrogatepass")).hexdigest(),
+            "sql": self.sql if len(self.sql) <= 4000 else self.sql[:4000] + "…",
+            "pinned": self.executed_sql is not None and self.executed_sql != self.sql,
+            "tables": list(self.tables),
+            "rows": len(self.result.rows) if self.result else None,
+            "columns": list(self.result.columns) if self.result else None,
+            "truncated": self.truncated,
+            "elapsed_ms": round(self.elapsed_ms, 3),
+            "filter_ms": round(self.filter_ms, 3),
+            "error_source": self.error_source,
+            "snapshot_id": self.snapshot_id,
+            "policy_version": self.policy_version,
+            "worker_pid": self.worker_pid,
+        }
+        if include_rows and self.result is not None:
+            rec["result"] = self.result.to_json()
+        rec.update(extra)
+        return rec
+
+    def to_execution(self, config_version: str, case_id: str, run_index: int):
+        """The pipeline record (:class:`sqleval_pipeline.records.Execution`) of this execution."""
+        from sqleval_pipeline.records import Execution
+
+        kw: dict[str, Any] = {
+            "config_version": config_version, "case_id": case_id, "run_index": run_index,
+            "status": self.status, "result": self.result, "truncated": self.truncated,
+            "elapsed_ms": self.elapsed_ms, "layer": self.layer, "reason": self.reason,
+            "message": self.message,
+        }
+        if self.status == "error":
+            kw.update(error_source=self.error_source or "harness", error_code=self.reason,
+                      error_message=self.message)
+        return Execution(**kw)
+
+
+def _value(v: Any) -> Any:
+    return list(v) if isinstance(v, tuple) else v
+
+
+class GuardedExecutor:
+    """Runs untrusted SQL on one serving snapshot through every guard layer.
+
+    ``as_of`` pins the clock (the snapshot manifest's as-of date). ``policy`` defaults to
+    ``evals/guard_policy.yaml``; ``policy_overrides`` applies a configuration's overrides.
+    ``log_path`` appends every execution record to a JSON Lines file. Thread-safe; use as a
+    context manager or call :meth:`close`.
+    """
+
+    def __init__(self, snapshot_path: Path | str, *, as_of: dt.date,
+                 policy: GuardPolicy | None = None, policy_overrides: dict[str, Any] | None = None,
+                 log_path: Path | str | None = None, pool_size: int | None = None,
+                 verify_snapshot_objects: bool = True):
+        self.snapshot_path = Path(snapshot_path)
+        if not self.snapshot_path.exists():
+            raise GuardSetupError(f"serving file {self.snapshot_path} is missing; run `sqleval snapshot build`")
+        self.policy = (policy or load_policy()).with_overrides(policy_overrides)
+        self.as_of = as_of
+        self.snapshot_id = self.snapshot_path.stem
+        self.log_path = Path(log_path) if log_path else None
+        self._log_lock = threading.Lock()
+        if verify_snapshot_objects:
+            self._verify_objects()
+        self.filter = StatementFilter(self.policy, database_names={self.snapshot_id})
+        self.pool = WorkerPool(self.snapshot_path, self.policy, size=pool_size)
+        self._closed = False
+
+    def _verify_objects(self) -> None:
+        from sqleval_pipeline.snapshot import SERVING_SCHEMA, list_serving_objects
+
+        objects = list_serving_objects(self.snapshot_path)
+        stray = [".".join(o) for o in objects if o[1] != SERVING_SCHEMA]
+        if stray:
+            raise GuardSetupError(f"the serving file holds objects outside {SERVING_SCHEMA!r}: {stray}; "
+                                  "it is not a serving snapshot")
+        unlisted = sorted({o[2].lower() for o in objects} - self.policy.tables)
+        if unlisted:
+            log.warning("serving snapshot tables not on the guard allowlist (they will be refused): %s",
+                        unlisted)
+
+    # ------------------------------------------------------------------ execution
+
+    def check(self, sql: str):
+        """Run only the statement filter (no execution)."""
+        return self.filter.check(sql)
+
+    def execute(self, sql: str, *, timeout_s: float | None = None, limit: int | None = None,
+                log_extra: dict[str, Any] | None = None) -> GuardResult:
+        """Run ``sql`` through every layer and return a :class:`GuardResult` (never raises for SQL).
+
+        ``timeout_s`` lowers the statement timeout for this call; ``limit`` (serving paths)
+        injects ``LIMIT`` so DuckDB itself stops after that many rows (the cap still applies).
+        """
+        t0 = time.perf_counter()
+        policy = self.policy
+        base = {"sql": sql if isinstance(sql, str) else repr(sql), "snapshot_id": self.snapshot_id,
+                "policy_version": policy.version}
+
+        def done(res: GuardResult) -> GuardResult:
+            res.elapsed_ms = (time.perf_counter() - t0) * 1000
+            self._log(res, log_extra)
+            return res
+
+        verdict = self.filter.check(sql)
+        if not verdict.allowed:
+            return done(GuardResult("refused", layer="filter", reason=verdict.reason, message=verdict.message,
+                                    filter_ms=verdict.elapsed_ms, **base))
+        filter_ms = verdict.elapsed_ms
+        try:
+            executed = pin_clock(sql, self.as_of)
+            if limit is not None:
+                executed = inject_limit(executed, limit)
+        except Exception as exc:  # noqa: BLE001 - fail closed
+            return done(GuardResult("refused", layer="filter", reason="rewrite_failed",
+                                    message=f"The statement could not be rewritten safely ({exc}).",
+                                    filter_ms=filter_ms, **base))
+        if executed != sql:  # the text executed is always a text the filter accepted
+            again = self.filter.check(executed)
+            filter_ms += again.elapsed_ms
+            if not again.allowed:
+                return done(GuardResult("refused", layer="filter", reason=again.reason,
+                                        message=f"After pinning the clock: {again.message}",
+                                        filter_ms=filter_ms, executed_sql=executed, **base))
+        try:
+            residual = residual_clock_calls(sqlglot.parse_one(executed, read="duckdb"))
+        except Exception:  # noqa: BLE001 - the filter parsed it; be safe anyway
+            residual = ["unparseable"]
+        if residual:
+            return done(GuardResult("refused", layer="filter", reason="unpinned_clock",
+                                    message=f"The clock call {residual[0]}() could not be pinned to the "
+                                            "snapshot's as-of date.", filter_ms=filter_ms,
+                                    executed_sql=executed, **base))
+        timeout = min(timeout_s, policy.statement_timeout_s) if timeout_s else policy.statement_timeout_s
+        try:
+            reply = self.pool.run(executed, timeout_s=timeout)
+        except Exception as exc:  # noqa: BLE001 - a harness fault, not the SQL's
+            return done(GuardResult("error", error_source="harness", reason="sandbox_unavailable",
+                                    message=f"{type(exc).__name__}: {exc}", filter_ms=filter_ms,
+                                    executed_sql=executed, tables=verdict.tables, **base))
+        return done(self._from_reply(reply, base, filter_ms, executed, verdict.tables))
+
+    def _from_reply(self, reply: WorkerReply, base: dict, filter_ms: float, executed: str,
+                    tables: tuple[str, ...]) -> GuardResult:
+        common = {"filter_ms": filter_ms, "executed_sql": executed, "tables": tables,
+                  "worker_pid": reply.worker_pid, **base}
+        if reply.ok:
+            rs = ResultSet(columns=reply.columns, types=reply.types,
+                           rows=[[_value(v) for v in row] for row in reply.rows])
+            if reply.truncated:
+                return GuardResult("ok", layer="cap", reason="row_cap", result=rs, truncated=True,
+                                   message=f"More than {self.policy.row_cap} rows: the result was truncated.",
+                                   **common)
+            return GuardResult("ok", result=rs, **common)
+        if reply.sandbox_reason == "wall_clock_kill":
+            return GuardResult("timeout", layer="sandbox", reason="wall_clock_kill", message=reply.error_message,
+                               **common)
+        if reply.sandbox_reason == "worker_crashed":
+            return GuardResult("refused", layer="sandbox", reason="worker_crashed", message=reply.error_message,
+                               **common)
+        if reply.guard_refusal:
+            return GuardResult("refused", layer="database", reason=reply.guard_refusal,
+                               message=reply.error_message, **common)
+        if reply.sandbox_reason == "result_too_large":
+            return GuardResult("refused", layer="cap", reason="result_too_large",
+                               message=f"The result is larger than {self.policy.max_result_bytes} bytes.",
+                               **common)
+        status, layer, reason = classify_error(reply.error_class or "", reply.error_message or "")
+        msg = (reply.error_message or "").strip().splitlines()[0][:500] if reply.error_message else None
+        if status == "error":
+            return GuardResult("error", reason=reason, message=msg, error_source="sql", **common)
+        return GuardResult(status, layer=layer, reason=reason, message=msg, **common)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ logging / lifecycle
+
+    def _log(self, res: GuardResult, extra: dict[str, Any] | None) -> None:
+        rec = res.to_record(**(extra or {}))
+        log.info("guard %s %s%s", res.status, res.layer or "", f" {res.reason}" if res.reason else "",
+                extra={"guard": rec})
+        if self.log_path is not None:
+            line = json.dumps(rec, default=encode_value, ensure_ascii=False)
+            with self._log_lock:
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                with self.log_path.open("a", encoding="utf-8") as fh:
+                    fh.write(line + "\n")
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.pool.close()
+
+    def __enter__(self) -> GuardedExecutor:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------- shared executors
+
+_shared: dict[tuple, GuardedExecutor] = {}
+_shared_lock = threading.Lock()
+
+
+def execute_guarded(sql: str, snapshot_path: Path | str, *, as_of: dt.date,
+                    policy_overrides: dict[str, Any] | None = None,
+                    timeout_s: float | None = None, limit: int | None = None) -> GuardResult:
+    """Run ``sql`` through the guard with a shared, warm executor for this snapshot and policy.
+
+    >>> execute_guarded("SELECT 1; DROP TABLE x", path, as_of=date(2025, 12, 15)).reason  # doctest: +SKIP
+    'multiple_statements'
+    """
+    key = (str(Path(snapshot_path).resolve()), as_of, json.dumps(policy_overrides or {}, sort_keys=True))
+    with _shared_lock:
+        ex = _shared.get(key)
+        if ex is None or ex._closed:
+            ex = _shared[key] = GuardedExecutor(snapshot_path, as_of=as_of, policy_overrides=policy_overrides)
+    return ex.execute(sql, timeout_s=timeout_s, limit=limit)
+
+
+@atexit.register
+def close_shared_executors() -> None:
+    """Stop the workers of every shared executor (also run at interpreter exit)."""
+    with _shared_lock:
+        for ex in _shared.values():
+            ex.close()
+        _shared.clear()

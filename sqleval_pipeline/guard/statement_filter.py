@@ -1,0 +1,359 @@
+"""Layer 1, the statement filter: decide from the SQL text alone whether it may run at all.
+
+The filter parses with sqlglot (dialect ``duckdb``) and refuses, with a reason code and a
+human sentence, anything that is not exactly one read-only query over allowlisted tables:
+
+=========================  ===============================================================
+reason                     when
+=========================  ===============================================================
+``not_text``               the input is not a string
+``empty``                  no statement at all (only whitespace, comments or semicolons)
+``too_large``              more UTF-8 bytes than ``policy.max_sql_bytes``
+``control_character``      a NUL or other control character (the text DuckDB sees could
+                           differ from the text that was checked)
+``parse_error``            sqlglot cannot tokenize or parse it (fails closed)
+``too_deep``               nesting deep enough to raise RecursionError (fails closed)
+``multiple_statements``    more than one statement (stacked queries)
+``write_statement``        the root is DML (INSERT, UPDATE, DELETE, MERGE, COPY)
+``ddl_statement``          the root is DDL (CREATE, DROP, ALTER, TRUNCATE ...)
+``command_statement``      the root is a command (SET, RESET, PRAGMA, LOAD, INSTALL, ATTACH,
+                           CALL, EXPORT, USE, DESCRIBE, SHOW, CHECKPOINT ...)
+``root_not_allowed``       any other root that is not SELECT / UNION / INTERSECT / EXCEPT
+``nested_write``           DML or DDL anywhere inside the tree (writable CTE ...)
+``nested_command``         a command node anywhere inside the tree
+``select_into``            SELECT ... INTO
+``parameter``              a bind parameter / session variable (``$1``, ``?``, ``@@x``)
+``unsupported_construct``  a node type outside the allowlist of query constructs
+``table_function``         a function, LATERAL call or UNNEST used as a table
+``file_reference``         a table reference that names a file or URL (``FROM 'x.csv'``)
+``qualifier_not_allowed``  a catalog/schema qualifier other than ``main`` / the snapshot
+``table_not_allowed``      a table that is not on the allowlist (after CTE resolution)
+``unresolved_table``       a table reference the scope analysis did not account for
+``scope_error``            the scope analysis failed (fails closed)
+``denied_function``        a function on the denylist (introspection, files, SQL in strings)
+=========================  ===============================================================
+
+Node types are *allowlisted*: the root must be a SELECT or a set operation, and every node in
+the tree must be an expression (:class:`sqlglot.exp.Condition`, which includes functions,
+columns, literals and operators) or one of a fixed set of query-structure nodes. Tables are
+resolved per scope (:func:`sqlglot.optimizer.scope.traverse_scope`): a CTE name is valid only
+in the scopes that can see it, and a non-recursive CTE referring to its own name reads the
+*outside* table, as DuckDB does. Identifiers are compared lower-cased, because DuckDB matches
+them case-insensitively even when quoted.
+
+>>> from sqleval_pipeline.guard.policy import load_policy
+>>> f = StatementFilter(load_policy(), database_names={"snap-c898c146fddf"})
+>>> f.check("SELECT count(*) FROM fct_orders").allowed
+True
+>>> v = f.check("SELECT 1; DROP TABLE fct_orders")
+>>> v.reason, v.message
+('multiple_statements', 'Exactly one statement is allowed; found 2 (stacked statements are refused).')
+>>> f.check("WITH x AS (SELECT * FROM hr.salaries) SELECT * FROM x").reason
+'qualifier_not_allowed'
+>>> f.check("SELECT * FROM 'data/orders.csv'").reason
+'file_reference'
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from sqleval_pipeline.guard._names import function_names
+from sqleval_pipeline.guard.policy import GuardPolicy
+
+LAYER = "filter"
+
+#: Root node types a statement may have (an allowlist).
+ALLOWED_ROOTS: tuple[type[exp.Expression], ...] = (exp.Select, exp.Union, exp.Intersect, exp.Except)
+
+#: Query-structure node types allowed anywhere, besides :class:`exp.Condition` (expressions).
+ALLOWED_STRUCTURE: tuple[type[exp.Expression], ...] = tuple(
+    getattr(exp, name)
+    for name in (
+        "Select", "Union", "Intersect", "Except", "Subquery", "From", "Join", "Table", "TableAlias",
+        "Alias", "Aliases", "Identifier", "Star", "With", "CTE", "Where", "Group", "Having", "Qualify",
+        "Order", "Ordered", "Limit", "Offset", "Fetch", "LimitOptions", "WindowSpec", "Lambda",
+        "Tuple", "Distinct", "DataType", "DataTypeParam", "Interval", "IntervalSpan", "Var",
+        "Comprehension", "TableSample", "Lateral", "Values", "GroupingSets", "Rollup", "Cube",
+        "Filter", "WithinGroup", "IgnoreNulls", "RespectNulls", "Slice", "JSONPath", "JSONPathRoot",
+        "JSONPathKey", "JSONPathSubscript", "JSONPathWildcard", "JSONPathSlice", "JSONPathPart",
+        "Pivot", "PivotAlias", "PivotAny", "UnpivotColumns", "ColumnDef", "ColumnPosition",
+        "Window", "Column", "Dot", "Paren", "Semicolon", "Hint",
+    )
+    if hasattr(exp, name)
+)
+
+#: Node types that make a statement a write, a command or a definition, wherever they appear.
+_DML = (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Copy)
+_DDL_NAMES = ("Create", "Drop", "Alter", "TruncateTable", "Comment", "Grant", "Revoke", "Analyze",
+              "Refresh", "Cache", "Uncache", "LoadData", "AlterColumn", "AlterRename",
+              "RenameTable", "Returning", "OnConflict")
+_DDL = tuple(getattr(exp, n) for n in _DDL_NAMES if hasattr(exp, n))
+_COMMAND_NAMES = ("Command", "Set", "SetItem", "Pragma", "Use", "Install", "Attach", "Detach",
+                  "Describe", "Summarize", "Show", "Transaction", "Commit", "Rollback", "Kill",
+                  "Export", "Execute", "ExecuteSql", "Lock", "Directory", "Block", "Heredoc",
+                  "Stream", "UserDefinedFunction", "Property", "Properties", "Tag")
+_COMMANDS = tuple(getattr(exp, n) for n in _COMMAND_NAMES if hasattr(exp, n))
+_PARAMETERS = tuple(getattr(exp, n) for n in ("Placeholder", "Parameter", "SessionParameter")
+                    if hasattr(exp, n))
+
+_PATHLIKE = re.compile(r"[./\\:*?~]|^\$|^(https?|s3|gcs?|az|hf|file)$", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class FilterVerdict:
+    """What the filter decided. ``reason`` is None when the statement is allowed.
+
+    ``tables`` lists the allowlisted tables the statement reads (lower-cased); ``elapsed_ms``
+    is the filter's own cost.
+    """
+
+    allowed: bool
+    reason: str | None = None
+    message: str | None = None
+    tables: tuple[str, ...] = ()
+    elapsed_ms: float = 0.0
+    layer: str = LAYER
+    detail: dict = field(default_factory=dict)
+
+
+class Refusal(Exception):
+    """Raised inside the filter to stop at the first refusal."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def _describe(node: exp.Expression) -> str:
+    name = type(node).__name__
+    if isinstance(node, exp.Command):
+        return str(node.this).upper()
+    return name.upper()
+
+
+class StatementFilter:
+    """The statement filter for one policy and one serving database.
+
+    ``database_names``: catalog names that mean the serving snapshot (its DuckDB database
+    name, i.e. the snapshot id); a qualifier naming any other catalog is refused.
+    """
+
+    def __init__(self, policy: GuardPolicy, database_names: Iterable[str] = ()):
+        self.policy = policy
+        self.catalogs = frozenset(n.lower() for n in database_names) | policy.catalogs
+        self.schemas = policy.schemas
+        self.tables = policy.tables
+
+    # ---------------------------------------------------------------- public
+
+    def check(self, sql: object) -> FilterVerdict:
+        """Check one SQL text; never raises (every failure is a refusal)."""
+        t0 = time.perf_counter()
+        try:
+            tables = self._check(sql)
+        except Refusal as r:
+            return FilterVerdict(False, r.reason, r.message, elapsed_ms=_ms(t0))
+        except RecursionError:
+            return FilterVerdict(False, "too_deep", "The statement is nested too deeply to be checked.",
+                                 elapsed_ms=_ms(t0))
+        except Exception as exc:  # noqa: BLE001 - fail closed on anything unexpected
+            return FilterVerdict(False, "parse_error",
+                                 f"The statement could not be analysed ({type(exc).__name__}: "
+                                 f"{_short(str(exc))}).", elapsed_ms=_ms(t0))
+        return FilterVerdict(True, tables=tuple(sorted(tables)), elapsed_ms=_ms(t0))
+
+    # ---------------------------------------------------------------- steps
+
+    def _check(self, sql: object) -> set[str]:
+        if not isinstance(sql, str):
+            raise Refusal("not_text", f"The statement must be text, not {type(sql).__name__}.")
+        size = len(sql.encode("utf-8", errors="surrogatepass"))
+        if size > self.policy.max_sql_bytes:
+            raise Refusal("too_large", f"The statement is {size} bytes; the limit is "
+                                       f"{self.policy.max_sql_bytes}.")
+        if _CONTROL.search(sql):
+            raise Refusal("control_character", "The statement contains a NUL or control character.")
+        root = self._parse_one(sql)
+        self._check_root(root)
+        self._walk(root)
+        return self._resolve_tables(root)
+
+    def _parse_one(self, sql: str) -> exp.Expression:
+        try:
+            parsed = sqlglot.parse(sql, read="duckdb")
+        except RecursionError:
+            raise
+        except SqlglotError as exc:
+            raise Refusal("parse_error", f"The statement does not parse as DuckDB SQL: {_short(str(exc))}.") from None
+        statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
+        if not statements:
+            raise Refusal("empty", "There is no statement to run.")
+        if len(statements) > 1:
+            raise Refusal("multiple_statements",
+                          f"Exactly one statement is allowed; found {len(statements)} "
+                          "(stacked statements are refused).")
+        return statements[0]
+
+    def _check_root(self, root: exp.Expression) -> None:
+        node = root
+        while isinstance(node, exp.Subquery) and not node.args.get("alias"):
+            node = node.this  # a parenthesised query: judge what is inside
+        if isinstance(node, ALLOWED_ROOTS):
+            return
+        what = _describe(node)
+        if isinstance(node, _DML):
+            raise Refusal("write_statement", f"{what} writes data; only queries (SELECT) are allowed.")
+        if isinstance(node, _DDL):
+            raise Refusal("ddl_statement", f"{what} changes the schema; only queries (SELECT) are allowed.")
+        if isinstance(node, _COMMANDS) or (isinstance(node, exp.Column) and not node.table):
+            raise Refusal("command_statement", f"{what} is a command; only queries (SELECT) are allowed.")
+        raise Refusal("root_not_allowed", f"A {what} statement is not a query; only SELECT, UNION, "
+                                          "INTERSECT and EXCEPT are allowed.")
+
+    def _walk(self, root: exp.Expression) -> None:
+        policy = self.policy
+        for node in root.walk():
+            if isinstance(node, exp.Into):
+                raise Refusal("select_into", "SELECT ... INTO creates a table; only queries are allowed.")
+            if isinstance(node, _DML) or isinstance(node, _DDL):
+                raise Refusal("nested_write", f"The query contains {_describe(node)}, which writes or "
+                                              "changes the schema (e.g. a writable CTE).")
+            if isinstance(node, _COMMANDS):
+                raise Refusal("nested_command", f"The query contains a {_describe(node)} command.")
+            if isinstance(node, _PARAMETERS):
+                raise Refusal("parameter", "Bind parameters and session variables are not allowed.")
+            if isinstance(node, exp.Func):
+                for name in sorted(function_names(node)):
+                    if policy.function_denied(name):
+                        raise Refusal("denied_function",
+                                      f"The function {name}() is not allowed (introspection, files, "
+                                      "settings or SQL in strings).")
+                if isinstance(node, exp.Unnest) and _in_table_position(node):
+                    raise Refusal("table_function", "UNNEST used as a table is not allowed.")
+                continue
+            if isinstance(node, exp.Condition) or isinstance(node, ALLOWED_STRUCTURE):
+                if isinstance(node, exp.Lateral) and not isinstance(node.this, exp.Subquery):
+                    raise Refusal("table_function", "LATERAL is allowed only with a subquery.")
+                if isinstance(node, exp.Values) and not isinstance(node.parent, (exp.From, exp.Join,
+                                                                                   exp.Subquery)):
+                    raise Refusal("unsupported_construct", "VALUES is allowed only as a derived table.")
+                continue
+            raise Refusal("unsupported_construct",
+                          f"The construct {type(node).__name__} is not on the allowlist of query constructs.")
+
+    # ---------------------------------------------------------------- tables
+
+    def _resolve_tables(self, root: exp.Expression) -> set[str]:
+        all_tables = list(root.find_all(exp.Table))
+        for t in all_tables:  # table functions / string tables first: clearest reason
+            if not isinstance(t.this, exp.Identifier):
+                name = _func_label(t.this)
+                raise Refusal("table_function", f"The table function {name} is not allowed; "
+                                                "query the allowlisted tables directly.")
+        try:
+            scopes = list(traverse_scope(root))
+        except RecursionError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - fail closed
+            raise Refusal("scope_error", f"The query's scopes could not be analysed: {_short(str(exc))}.") from None
+        seen: set[int] = set()
+        read: set[str] = set()
+        for scope in scopes:
+            visible_ctes = {name.lower(): s for name, s in scope.cte_sources.items()}
+            for table in scope.tables:
+                seen.add(id(table))
+                name = table.name.lower()
+                qualified = bool(table.args.get("db") or table.args.get("catalog"))
+                if not qualified and name in visible_ctes and not _self_reference(table, name):
+                    continue  # a CTE visible in this scope
+                read.add(self._check_table(table))
+        missing = [t for t in all_tables if id(t) not in seen]
+        if missing:
+            raise Refusal("unresolved_table", f"The table reference {missing[0].sql(dialect='duckdb')} "
+                                              "could not be resolved to a scope.")
+        return read
+
+    def _check_table(self, table: exp.Table) -> str:
+        name = table.name
+        lname = name.lower()
+        db = table.args.get("db")
+        catalog = table.args.get("catalog")
+        shown = table.sql(dialect="duckdb")
+        if lname not in self.tables and (_PATHLIKE.search(name) or _is_string_table(table)):
+            raise Refusal("file_reference", f"The table reference {shown} names a file or URL; only "
+                                            "allowlisted tables can be read.")
+        if catalog is not None:
+            if catalog.name.lower() not in self.catalogs or db is None or db.name.lower() not in self.schemas:
+                raise Refusal("qualifier_not_allowed", f"The table {shown} is qualified with another "
+                                                       "database; only the serving snapshot's main "
+                                                       "schema can be read.")
+        elif db is not None and db.name.lower() not in self.schemas | self.catalogs:
+            raise Refusal("qualifier_not_allowed", f"The table {shown} is in schema {db.name!r}; "
+                                                   "only the serving snapshot's main schema can be read.")
+        if lname not in self.tables:
+            raise Refusal("table_not_allowed", f"The table {name!r} is not on the allowlist.")
+        return lname
+
+
+def _self_reference(table: exp.Table, name: str) -> bool:
+    """True when ``table`` sits inside the body of a non-recursive CTE of the same name.
+
+    DuckDB then reads the *outside* object of that name (a table or a file), not the CTE.
+    """
+    node = table.parent
+    while node is not None:
+        if isinstance(node, exp.CTE) and node.alias_or_name.lower() == name:
+            with_ = node.parent
+            return not (isinstance(with_, exp.With) and with_.args.get("recursive"))
+        node = node.parent
+    return False
+
+
+def _is_string_table(table: exp.Table) -> bool:
+    ident = table.this
+    return isinstance(ident, exp.Identifier) and bool(ident.args.get("quoted")) and (
+        " " in ident.name or ident.name == "" or ident.name != ident.name.strip()
+    )
+
+
+def _in_table_position(node: exp.Expression) -> bool:
+    parent = node.parent
+    return isinstance(parent, (exp.From, exp.Join, exp.Lateral, exp.Table))
+
+
+def _func_label(node: exp.Expression) -> str:
+    if isinstance(node, exp.Anonymous):
+        return f"{node.name}()"
+    if isinstance(node, exp.Func):
+        return f"{type(node).sql_names()[0].lower()}()"
+    return type(node).__name__
+
+
+def _short(text: str, n: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000
+
+
+def table_is_sensitive(name: str) -> bool:
+    """Heuristic used by the hostile runner: does a name look like a sensitive schema object?"""
+    n = name.lower()
+    return n.startswith(("hr.", "pii.", "raw_hr.", "raw_pii.")) or n in {"salaries", "employees",
+                                                                          "customer_contacts"}
+
+
+__all__ = ["FilterVerdict", "StatementFilter", "ALLOWED_ROOTS", "ALLOWED_STRUCTURE", "Scope"]

@@ -1,0 +1,96 @@
+"""Where attempts, executions, grades and scorecards are persisted.
+
+Layout under ``$SQLEVAL_HOME/store``::
+
+    runs/<config name>@<version>/<batch id>/
+        batch.json            what the batch is (config, snapshot, golden hash, status, counts)
+        parts/                crash journal: one JSON file per finished attempt (atomic writes)
+        attempts.parquet      consolidated once every attempt is in (immutable)
+        executions.parquet    guarded executions of those attempts
+        grades.parquet        grades
+        diagnoses.parquet     judge diagnoses of failed attempts
+        scorecard.json        the scorecard of this batch
+
+A stage reads only what the previous stage wrote here. Files are written to a temporary name
+and renamed, so a crash never leaves half a file; a batch that did not finish resumes where it
+stopped (its ``parts/`` survive). Batch ids sort by creation time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from sqleval_pipeline import paths
+
+
+class BatchInfo(BaseModel):
+    batch_id: str
+    partition_key: str
+    config_name: str
+    config_version: str
+    snapshot_id: str
+    golden_hash: str
+    runs: int
+    case_ids: list[str]
+    status: str = "running"  # running | complete
+    created_at: str
+    finished_at: str | None = None
+    counts: dict[str, int] = Field(default_factory=dict)
+    provider_calls: int = 0
+    notes: dict[str, Any] = Field(default_factory=dict)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def new_batch_id(now: dt.datetime | None = None) -> str:
+    now = now or dt.datetime.now(dt.UTC)
+    return now.strftime("b%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
+
+
+class Store:
+    def __init__(self, root: Path | None = None):
+        self.root = root or paths.home().store
+
+    def config_dir(self, partition_key: str) -> Path:
+        return self.root / "runs" / partition_key
+
+    def batch_dir(self, partition_key: str, batch_id: str) -> Path:
+        return self.config_dir(partition_key) / batch_id
+
+    def batches(self, partition_key: str) -> list[BatchInfo]:
+        d = self.config_dir(partition_key)
+        out = []
+        if d.exists():
+            for b in sorted(d.iterdir()):
+                f = b / "batch.json"
+                if f.exists():
+                    out.append(BatchInfo.model_validate_json(f.read_text()))
+        return out
+
+    def latest(self, partition_key: str, *, complete_only: bool = False) -> BatchInfo | None:
+        bs = [b for b in self.batches(partition_key) if b.status == "complete" or not complete_only]
+        return bs[-1] if bs else None
+
+    def write_batch(self, info: BatchInfo) -> None:
+        atomic_write_text(self.batch_dir(info.partition_key, info.batch_id) / "batch.json",
+                          info.model_dump_json(indent=2))
+
+    def artifact(self, partition_key: str, batch_id: str, name: str) -> Path:
+        return self.batch_dir(partition_key, batch_id) / name
+
+    def write_json(self, partition_key: str, batch_id: str, name: str, data: Any) -> Path:
+        p = self.artifact(partition_key, batch_id, name)
+        atomic_write_text(p, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        return p

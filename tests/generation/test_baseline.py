@@ -1,0 +1,73 @@
+import pytest
+
+from sqleval_pipeline import paths
+from sqleval_pipeline.generation.base import GenerationContext
+from sqleval_pipeline.generation.baseline import BaselineGenerator
+from sqleval_pipeline.generation.context import load_catalog
+from sqleval_pipeline.glossary import load_glossary
+from sqleval_pipeline.golden import load_golden
+from sqleval_pipeline.grading import compare
+from sqleval_pipeline.guard.clock import pin_clock
+from sqleval_pipeline.results import ResultSet
+from sqleval_pipeline.snapshot import open_readonly
+
+
+@pytest.fixture(scope="module")
+def catalog(serving_snapshot):
+    return load_catalog(serving_snapshot.path, serving_snapshot.manifest.as_of)
+
+
+def ask(gen, q, as_of):
+    return gen.generate(GenerationContext(case_id="x", run_index=0, question=q, as_of=as_of,
+                                          schema_context=""))
+
+
+def test_deterministic(catalog):
+    golden = load_golden(paths.GOLDEN_DIR)
+    a = BaselineGenerator(catalog, load_glossary())
+    b = BaselineGenerator(catalog, load_glossary())
+    for c in golden.cases:
+        x, y = ask(a, c.question, catalog.as_of), ask(b, c.question, catalog.as_of)
+        assert (x.kind, x.sql, x.refusal_reason) == (y.kind, y.sql, y.refusal_reason)
+
+
+def test_curation_resolves_aliases_the_raw_baseline_cannot(catalog):
+    cur = ask(BaselineGenerator(catalog, load_glossary()), "How many orders were paid with UPI?", catalog.as_of)
+    raw = ask(BaselineGenerator(catalog, None), "How many orders were paid with UPI?", catalog.as_of)
+    assert "payment_method = 'unified_payments'" in cur.sql
+    assert raw.kind == "refusal" or "unified_payments" not in (raw.sql or "")
+
+
+def test_curated_baseline_declines_sensitive_questions(catalog):
+    gen = BaselineGenerator(catalog, load_glossary())
+    for q in ("What is the average salary of employees in Engineering?",
+              "List the phone numbers of our premium customers."):
+        out = ask(gen, q, catalog.as_of)
+        assert out.kind == "refusal" and "not available" in out.refusal_reason
+
+
+def _accuracy(gen, cases, con, as_of):
+    ok = 0
+    for c in cases:
+        out = ask(gen, c.question, as_of)
+        if out.kind != "sql":
+            continue
+        try:
+            cur = con.execute(pin_clock(out.sql, as_of))
+        except Exception:
+            continue
+        rs = ResultSet(columns=[d[0] for d in cur.description], types=[str(d[1]) for d in cur.description],
+                       rows=[list(r) for r in cur.fetchmany(1001)])
+        ok += any(compare(e, rs, c.order_matters, c.order_keys).facts for e in c.accepted_results())
+    return ok / len(cases)
+
+
+def test_curation_has_a_measurable_effect(catalog, serving_snapshot):
+    cases = [c for c in load_golden(paths.GOLDEN_DIR).cases if c.answerable]
+    con = open_readonly(serving_snapshot.path)
+    try:
+        curated = _accuracy(BaselineGenerator(catalog, load_glossary()), cases, con, catalog.as_of)
+        raw = _accuracy(BaselineGenerator(catalog, None), cases, con, catalog.as_of)
+    finally:
+        con.close()
+    assert curated > raw + 0.2, (curated, raw)

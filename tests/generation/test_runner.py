@@ -1,0 +1,125 @@
+import threading
+
+import pytest
+
+from sqleval_pipeline import paths
+from sqleval_pipeline.configs import ContextSettings
+from sqleval_pipeline.generation.base import GenerationOutput, ProviderError
+from sqleval_pipeline.generation.context import ContextBuilder, load_catalog
+from sqleval_pipeline.generation.runner import open_batch, run_attempts
+from sqleval_pipeline.golden import load_golden
+from sqleval_pipeline.records import Attempt, load_records
+from sqleval_pipeline.store import Store
+
+
+class Crash(BaseException):
+    """Simulates the process being killed mid-batch."""
+
+
+class FakeSystem:
+    name = "fake"
+
+    def __init__(self, crash_after=None, errors=None):
+        self.calls = 0
+        self.crash_after = crash_after
+        self.errors = errors or {}
+        self._lock = threading.Lock()
+
+    def generate(self, ctx):
+        with self._lock:
+            self.calls += 1
+            n = self.calls
+        if self.crash_after is not None and n > self.crash_after:
+            raise Crash()
+        if ctx.case_id in self.errors:
+            raise self.errors[ctx.case_id]
+        if "salary" in ctx.question:
+            return GenerationOutput(kind="refusal", refusal_reason="hr data is not available")
+        return GenerationOutput(kind="sql", sql=f"SELECT 1 AS x -- {ctx.case_id}", model="fake-1")
+
+    def close(self):
+        pass
+
+
+@pytest.fixture(scope="module")
+def setup(serving_snapshot):
+    cases = load_golden(paths.GOLDEN_DIR).cases[:10]
+    catalog = load_catalog(serving_snapshot.path, serving_snapshot.manifest.as_of)
+    builder = ContextBuilder(catalog, ContextSettings(), None, cases)
+    return cases, builder, serving_snapshot.snapshot_id
+
+
+def batch(store, setup, mode="latest", runs=3):
+    cases, _b, sid = setup
+    return open_batch(store, partition_key="fake@00000000", config_name="fake",
+                      config_version="00000000", snapshot_id=sid, cases=cases, runs=runs, mode=mode)
+
+
+def run(store, setup, system, info, **kw):
+    cases, builder, _ = setup
+    return run_attempts(store=store, info=info, cases=cases, generator=system, builder=builder,
+                        concurrency=kw.get("concurrency", 4), max_retries=kw.get("max_retries", 2),
+                        sleep=kw.get("sleep", lambda s: None))
+
+
+def test_a_complete_batch_is_reused_without_provider_calls(tmp_path, setup):
+    store = Store(tmp_path)
+    first = run(store, setup, FakeSystem(), batch(store, setup))
+    assert first.provider_calls == 30 and len(first.attempts) == 30
+    assert first.batch.status == "complete"
+    again = FakeSystem()
+    second = run(store, setup, again, batch(store, setup))
+    assert again.calls == 0 and second.provider_calls == 0
+    assert [a.key for a in second.attempts] == [a.key for a in first.attempts]
+    stored = load_records(store.artifact("fake@00000000", first.batch.batch_id, "attempts.parquet"), Attempt)
+    assert len(stored) == 30 and stored[0].generator == "fake"
+
+
+def test_an_interrupted_batch_resumes_without_repeating_finished_attempts(tmp_path, setup):
+    store = Store(tmp_path)
+    info = batch(store, setup)
+    with pytest.raises(Crash):
+        run(store, setup, FakeSystem(crash_after=12), info, concurrency=1)
+    parts = list(store.batch_dir(info.partition_key, info.batch_id).glob("parts/*.json"))
+    assert len(parts) == 12
+    resumed_info = batch(store, setup)
+    assert resumed_info.batch_id == info.batch_id and resumed_info.status == "running"
+    system = FakeSystem()
+    result = run(store, setup, system, resumed_info)
+    assert result.resumed == 12 and system.calls == 18
+    assert len(result.attempts) == 30 and result.batch.status == "complete"
+
+
+def test_a_new_batch_makes_fresh_attempts(tmp_path, setup):
+    store = Store(tmp_path)
+    run(store, setup, FakeSystem(), batch(store, setup))
+    system = FakeSystem()
+    info = batch(store, setup, mode="new")
+    res = run(store, setup, system, info)
+    assert system.calls == 30 and len(store.batches("fake@00000000")) == 2
+
+
+def test_provider_failures_become_error_attempts_not_wrong_answers(tmp_path, setup):
+    cases = setup[0]
+    store = Store(tmp_path)
+    waits = []
+    errors = {
+        cases[0].id: ProviderError("rate_limited", "slow down", retryable=True, retry_after=7),
+        cases[1].id: ProviderError("auth_error", "bad key"),
+    }
+    res = run(store, setup, FakeSystem(errors=errors), batch(store, setup), sleep=waits.append,
+              max_retries=2)
+    by = {(a.case_id, a.run_index): a for a in res.attempts}
+    a0 = by[(cases[0].id, 0)]
+    assert a0.kind == "error" and a0.error_code == "rate_limited" and a0.retries == 2
+    assert all(w >= 7 for w in waits) and len(waits) == 6  # 3 runs x 2 retries, each >= retry-after
+    a1 = by[(cases[1].id, 0)]
+    assert a1.kind == "error" and a1.error_code == "auth_error" and a1.retries == 0
+    assert res.batch.counts["error"] == 6
+
+
+def test_refusals_and_sql_are_recorded_with_their_audit_fields(tmp_path, setup):
+    store = Store(tmp_path)
+    res = run(store, setup, FakeSystem(), batch(store, setup, runs=3))
+    a = res.attempts[0]
+    assert a.kind == "sql" and a.model == "fake-1" and a.created_at and a.batch_id
