@@ -32,24 +32,44 @@ def fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def _run(groups: list[str], run_config: dict | None = None):
-    """Materialize asset groups in-process; dbt's streamed log goes to a file, not the screen."""
+def _run(groups: list[str], run_config: dict | None = None, *, partition_key: str | None = None,
+         configs_dir: str | None = None, show_progress: bool = False):
+    """Materialize asset groups in-process. dbt's streamed log goes to a file, not the screen;
+    long stages drive rich progress bars."""
     import contextlib
 
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from sqleval_pipeline import progress as progress_hook
     from sqleval_pipeline.orchestrate import RunFailed, materialize
 
     log_dir = paths.home().root / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / "last-run.log"
     screen = Console(file=sys.stdout)
-    with screen.status(f"materializing {', '.join(groups)} (log: {log_path}) …"):
-        with log_path.open("w") as log, contextlib.redirect_stdout(log):
-            try:
-                summary = materialize(groups, run_config)
-            except RunFailed as exc:
-                failure = exc
-            else:
-                failure = None
+    label = f"{', '.join(groups)}" + (f" for {partition_key}" if partition_key else "")
+    failure = None
+    bars = Progress(TextColumn("{task.description:>12}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=screen, transient=False)
+    tasks: dict[str, int] = {}
+
+    def sink(stage: str, done: int, total: int) -> None:
+        if stage not in tasks:
+            tasks[stage] = bars.add_task(stage, total=total)
+        bars.update(tasks[stage], completed=done, total=total)
+
+    ctx = bars if show_progress else screen.status(f"materializing {label} (log: {log_path}) …")
+    with ctx:
+        if show_progress:
+            progress_hook.set_sink(sink)
+        try:
+            with log_path.open("w") as log, contextlib.redirect_stdout(log):
+                summary = materialize(groups, run_config, partition_key=partition_key,
+                                      configs_dir=configs_dir)
+        except RunFailed as exc:
+            failure = exc
+        finally:
+            progress_hook.set_sink(None)
     if failure is not None:
         fail(f"{failure}\n(full log: {log_path})")
     return summary
@@ -270,18 +290,105 @@ def build(repin: Annotated[bool, typer.Option(help="Accept a new snapshot id")] 
     _print_summary(summary, "sqleval build")
 
 
+def _show_evaluation(partition_key: str, *, markdown: Path | None = None) -> bool:
+    """Print the newest scorecard, diff and gate of a configuration version; True if the gate
+    passed or had nothing to compare with."""
+    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.scoring import Diff, GateResult
+    from sqleval_pipeline.scoring.render import (
+        diff_markdown,
+        gate_markdown,
+        render_diff,
+        render_gate,
+        render_scorecard,
+        scorecard_markdown,
+    )
+
+    env = ev.environment()
+    card, batch = ev.latest_scorecard(env, partition_key)
+    if card is None:
+        fail(f"no scorecard for {partition_key}")
+    render_scorecard(card, console)
+    folder = env.store.batch_dir(partition_key, batch.batch_id)
+    console.print(f"batch {batch.batch_id}: {batch.counts}; provider calls {batch.provider_calls}; "
+                  f"files in {folder}")
+    md = [scorecard_markdown(card)]
+    passed = True
+    if (folder / "gate.json").exists():
+        d = Diff.model_validate_json((folder / "diff.json").read_text())
+        g = GateResult.model_validate_json((folder / "gate.json").read_text())
+        render_diff(d, console)
+        render_gate(g, console)
+        md += [diff_markdown(d), gate_markdown(g)]
+        passed = g.passed
+    if markdown:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text("\n\n".join(md) + "\n")
+        console.print(f"report: {markdown}")
+    return passed
+
+
+@app.command("run")
+def run(
+    config: Annotated[Path, typer.Option("--config", "-c", help="Configuration YAML (evals/configs/*.yaml)")],
+    runs: Annotated[Optional[int], typer.Option(help="Override the configuration's runs")] = None,
+    cases: Annotated[Optional[str], typer.Option(help="Comma-separated case ids")] = None,
+    split: Annotated[Optional[str], typer.Option(help="dev or heldout")] = None,
+    new_batch: Annotated[bool, typer.Option("--new-batch", help="Fresh attempts even if a finished batch exists")] = False,
+    report: Annotated[Optional[Path], typer.Option(help="Also write the scorecard/diff/gate as Markdown")] = None,
+) -> None:
+    """Evaluate one configuration: attempts → guarded executions → grades → scorecard → gate.
+
+    Re-running an unchanged configuration reuses its finished batch (no model calls); an
+    interrupted batch resumes where it stopped. Exits 1 when the regression gate fails."""
+    from sqleval_pipeline.configs import ConfigError, load_config
+    from sqleval_pipeline.orchestrate import EVALUATION_GROUPS
+
+    try:
+        loaded = load_config(config)
+    except ConfigError as exc:
+        fail(str(exc))
+    if split and split not in ("dev", "heldout"):
+        fail(f"--split must be dev or heldout, not {split!r}")
+    op_config: dict = {"batch": "new" if new_batch else "latest"}
+    if runs:
+        op_config["runs"] = runs
+    if cases:
+        op_config["case_ids"] = [c.strip() for c in cases.split(",") if c.strip()]
+    if split:
+        op_config["split"] = split
+    console.print(f"evaluating [bold]{loaded.partition_key}[/] ({loaded.config.generator.kind})")
+    summary = _run(EVALUATION_GROUPS, {"ops": {"eval_attempts": {"config": op_config}}},
+                   partition_key=loaded.partition_key, configs_dir=str(config.resolve().parent),
+                   show_progress=True)
+    console.print(f"Dagster run {summary.run_id[:8]} in {summary.seconds:.1f} s")
+    if not _show_evaluation(loaded.partition_key, markdown=report):
+        fail("regression gate failed: accuracy dropped below the baseline without a recorded "
+             "decision (evals/decisions.yaml)")
+
+
 @app.command("demo")
 def demo() -> None:
-    """Run the main job on the embedded default (no key, no network) and print a summary."""
-    from sqleval_pipeline.orchestrate import FOUNDATION_GROUPS
+    """The main job on the embedded default (no key, no network): build the warehouse and the
+    pinned snapshot, verify the golden set, then evaluate the offline baseline with curation
+    off and on, and gate the curated one against the raw one."""
+    from sqleval_pipeline.configs import load_config
+    from sqleval_pipeline.orchestrate import EVALUATION_GROUPS, FOUNDATION_GROUPS
 
     summary = _run(FOUNDATION_GROUPS)
-    _print_summary(summary, "sqleval demo")
+    _print_summary(summary, "sqleval demo: foundation")
     golden_stats(paths.GOLDEN_DIR, False)
-    snap_meta = summary.materialized.get("serving_snapshot", {})
-    console.print(f"pinned snapshot [bold]{snap_meta.get('snapshot_id')}[/] as of "
-                  f"{snap_meta.get('as_of')}; Dagster runs are in {paths.home().dagster_home} "
-                  "(`make ui` to browse them)")
+    for name in ("baseline_raw.yaml", "baseline_curated.yaml"):
+        loaded = load_config(paths.EVALS_DIR / "configs" / name)
+        console.rule(f"evaluating {loaded.partition_key}")
+        s = _run(EVALUATION_GROUPS, partition_key=loaded.partition_key, show_progress=True)
+        console.print(f"Dagster run {s.run_id[:8]} in {s.seconds:.1f} s")
+        ok = _show_evaluation(loaded.partition_key,
+                              markdown=paths.home().root / "reports" / f"{loaded.name}.md")
+        if not ok:
+            fail(f"regression gate failed for {loaded.partition_key}")
+    console.print(f"Dagster runs are recorded in {paths.home().dagster_home}: `make ui` to browse "
+                  "them and follow lineage from a scorecard back to the rows.")
 
 
 def _mount_optional(module: str, name: str, help_text: str) -> None:

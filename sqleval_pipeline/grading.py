@@ -284,12 +284,13 @@ def values_equal(expected: Any, got: Any, *, facts: bool = False) -> bool:
 class _Col:
     """Canonical keys of one column plus lazily computed signatures."""
 
-    __slots__ = ("keys", "nonint", "_codes", "_emap", "_sig", "_num", "_ident")
+    __slots__ = ("keys", "nonint", "farr", "_codes", "_emap", "_sig", "_num", "_ident")
 
     def __init__(self, values: Sequence[Any]):
         types_ = set(map(type, values))
         keys: Sequence[Any] | None = None
         self.nonint = False
+        self.farr: np.ndarray | None = None  # float64 of every value, for all-numeric columns
         if types_ <= {int}:
             keys = values
         elif types_ == {str}:
@@ -304,6 +305,7 @@ class _Col:
             if arr is not None and np.all(np.isfinite(arr)) and np.all(np.abs(arr) < 2.0**53):
                 frac = arr != np.floor(arr)
                 self.nonint = bool(frac.any())
+                self.farr = arr
                 # integral values below 2**53 are exact as floats; others compare at double precision
                 keys = arr.tolist() if Decimal in types_ else values
         if keys is None:
@@ -331,6 +333,8 @@ class _Col:
 
     def numeric(self) -> np.ndarray:
         """Sorted float values of the (finite or infinite) numbers in the column."""
+        if self._num is None and self.farr is not None:
+            self._num = np.sort(self.farr)
         if self._num is None:
             vals = [float(k) for k in self.keys if _is_num(k)]
             self._num = np.sort(np.asarray(vals, dtype=np.float64))
@@ -339,7 +343,12 @@ class _Col:
     def signature(self) -> tuple[int, int, Counter]:
         """(hash of non-numeric key multiset, numeric count, non-numeric key multiset)."""
         if self._sig is None:
-            nonnum = Counter(k for k in self.keys if not _is_num(k))
+            if self.farr is not None:
+                nonnum: Counter = Counter()
+            elif self.keys and type(self.keys[0]) in (str, _dt.date) and len(set(map(type, self.keys))) == 1:
+                nonnum = Counter(self.keys)
+            else:
+                nonnum = Counter(k for k in self.keys if not _is_num(k))
             h = hash(frozenset(nonnum.items()))
             self._sig = (h, len(self.keys) - sum(nonnum.values()), nonnum)
         return self._sig
@@ -392,24 +401,32 @@ def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
     order = np.argsort(E, kind="stable")
     E = E[order]
     Ecodes = np.asarray([emap[etol[i]] for i in order], dtype=np.int64)
-    gdistinct = [
-        k for k in dict.fromkeys(g.keys)
-        if (_is_tolerant_key(k) or (facts and _is_num(k) and not isinstance(k, bool)
-                                    and math.isfinite(float(k))))
-    ]
-    if not gdistinct:
+    # candidate rows holding a number that may match a non-integral expected value
+    if g.farr is not None:
+        G_all = g.farr
+        relevant = np.isfinite(G_all) & ((G_all != np.floor(G_all)) | facts)
+        rows_idx = np.flatnonzero(relevant)
+        G = G_all[rows_idx]
+    else:
+        rows_idx = np.asarray([
+            i for i, k in enumerate(g.keys)
+            if _is_tolerant_key(k) or (facts and _is_num(k) and math.isfinite(float(k)))
+        ], dtype=np.int64)
+        G = np.asarray([float(g.keys[i]) for i in rows_idx], dtype=np.float64)
+    if not len(rows_idx):
         return _Snap(e.codes(), gcodes, {})
-    G = np.asarray([float(k) for k in gdistinct], dtype=np.float64)
     reach = _reach(G, facts)
     lo = np.searchsorted(E, G - reach, side="left")
     hi = np.searchsorted(E, G + reach, side="right")
-    hit = np.fromiter(map(emap.get, gdistinct, repeat(-1)), np.int64, len(gdistinct))
+    hit = gcodes[rows_idx]  # code of the identical expected value, or -1
     cnt = hi - lo
     g_whole = G == np.floor(G)
     # tolerance candidates, vectorised over the (few) expected values in reach of each value;
     # a whole candidate number is compatible only with the identical expected value (``hit``)
     ncompat = np.where(g_whole & (hit >= 0), 1, 0)
     first = np.where(g_whole & (hit >= 0), hit, -1)
+    pairs_r: list[np.ndarray] = []
+    pairs_c: list[np.ndarray] = []
     last_e = len(E) - 1
     for k in range(int(cnt.max(initial=0))):
         j = np.minimum(lo + k, last_e)
@@ -419,46 +436,54 @@ def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
         )
         first = np.where(ok & (first < 0), Ecodes[j], first)
         ncompat += ok
+        pairs_r.append(np.flatnonzero(ok))
+        pairs_c.append(Ecodes[j][ok])
     # got-the-facts roundings: only values with at most 6 decimals can be a rounding that is
     # not already within the absolute tolerance (a rounding to >= 7 decimals moves <= 5e-8)
     check_round = np.zeros(len(G), dtype=bool)
     if facts:
         check_round = (cnt > 0) & (np.abs(G - np.round(G, 6)) <= 1e-9 * np.maximum(1.0, np.abs(G)))
-    slow = np.flatnonzero(check_round | (ncompat > 1))
-    remap: dict[Any, int] = dict(zip(
-        (gdistinct[i] for i in np.flatnonzero(~check_round & (ncompat <= 1))),
-        first[~check_round & (ncompat <= 1)].tolist(), strict=True,
-    ))
-    amb_keys: dict[Any, frozenset[int]] = {}
-    guess_keys: dict[Any, int] = {}
-    for idx in slow:
-        gk = gdistinct[idx]
-        cands = {int(hit[idx])} if hit[idx] >= 0 else set()
-        for j in range(lo[idx], hi[idx]):
-            c = int(Ecodes[j])
-            if c not in cands and _num_match(etol[order[j]], gk, facts):
-                cands.add(c)
-        if len(cands) == 1:
-            remap[gk] = cands.pop()
-        elif len(cands) > 1:
-            amb_keys[gk] = frozenset(cands)
-            # best guess for mismatch examples: the nearest compatible expected value
-            near = min(range(lo[idx], hi[idx]), key=lambda j: abs(E[j] - G[idx]))
-            guess_keys[gk] = int(Ecodes[near]) if int(Ecodes[near]) in cands else min(cands)
-        else:
-            remap[gk] = -1
+    settled = ~check_round & (ncompat <= 1)
+    gcodes[rows_idx[settled]] = first[settled]
     amb: dict[int, frozenset[int]] = {}
     guess: dict[int, int] = {}
-    full = dict(emap)
-    full.update(remap)
-    for k in amb_keys:
-        full[k] = -2
-    gcodes = np.fromiter(map(full.get, g.keys, repeat(-1)), np.int64, len(g.keys))
-    if amb_keys:
-        for i in np.flatnonzero(gcodes == -2).tolist():
-            k = g.keys[i]
-            amb[i] = amb_keys[k]
-            guess[i] = guess_keys[k]
+    # several tolerance-compatible expected values: the candidate sets from the vectorised pass
+    multi = ~check_round & (ncompat > 1)
+    if multi.any():
+        pr = np.concatenate(pairs_r)
+        pc = np.concatenate(pairs_c)
+        sel = multi[pr]
+        sets: dict[int, set[int]] = {}
+        for r, c in zip(pr[sel].tolist(), pc[sel].tolist(), strict=True):
+            sets.setdefault(r, set()).add(c)
+        for r, cs in sets.items():
+            row = int(rows_idx[r])
+            gcodes[row] = -2
+            amb[row] = frozenset(cs)
+            near = min(range(lo[r], hi[r]), key=lambda j: abs(E[j] - G[r]))
+            guess[row] = int(Ecodes[near]) if int(Ecodes[near]) in cs else min(cs)
+    # values that may be roundings: exact rule per distinct value (cached)
+    cache: dict[Any, frozenset[int]] = {}
+    for r in np.flatnonzero(check_round).tolist():
+        row = int(rows_idx[r])
+        gk = g.keys[row]
+        cands = cache.get(gk)
+        if cands is None:
+            cs = {int(hit[r])} if hit[r] >= 0 else set()
+            for j in range(lo[r], hi[r]):
+                c = int(Ecodes[j])
+                if c not in cs and _num_match(etol[order[j]], gk, facts):
+                    cs.add(c)
+            cands = cache[gk] = frozenset(cs)
+        if len(cands) == 1:
+            gcodes[row] = next(iter(cands))
+        elif not cands:
+            gcodes[row] = -1
+        else:
+            gcodes[row] = -2
+            amb[row] = cands
+            near = min(range(lo[r], hi[r]), key=lambda j: abs(E[j] - G[r]))
+            guess[row] = int(Ecodes[near]) if int(Ecodes[near]) in cands else min(cands)
     return _Snap(e.codes(), gcodes, amb, guess)
 
 
@@ -702,8 +727,9 @@ def _column_hints(expected: ResultSet, got: ResultSet, ecols: list[_Col], gcols:
     hints = []
     n = len(ecols[0]) if ecols else 0
     for i, (ec, gc) in enumerate(zip(ecols, gcols, strict=False)):
-        ok, rows = _bags(_Rows(n, len(gc)), [_snap(ec, gc, facts=False)])
-        if ok:
+        if _bags(_Rows(n, len(gc)), [_snap(ec, gc, False, exact_only=True)])[0]:
+            continue
+        if ec.nonint and _bags(_Rows(n, len(gc)), [_snap(ec, gc, facts=False)])[0]:
             continue
         ev, gv = Counter(ec.keys), Counter(gc.keys)
         first_e = dict(zip(reversed(ec.keys), reversed(expected.rows), strict=True)) if expected.rows else {}
@@ -860,7 +886,10 @@ def _compare_facts(expected: ResultSet, got: ResultSet, ecols, gcols, seg) -> tu
     def single(i: int, j: int, exact_only: bool) -> bool:
         key = (i, j, exact_only)
         if key not in single_ok:
-            single_ok[key] = _bags(base, [snap(i, j, exact_only)])[0]
+            if not exact_only and single_ok.get((i, j, True)):
+                single_ok[key] = True  # an exact-key match is also a match under the tolerance
+            else:
+                single_ok[key] = _bags(base, [snap(i, j, exact_only)])[0]
         return single_ok[key]
 
     assign: dict[int, int] = {}
@@ -871,20 +900,22 @@ def _compare_facts(expected: ResultSet, got: ResultSet, ecols, gcols, seg) -> tu
         if depth == ne:
             return _bags(rows, pending)[0] if pending else True
         i = order[depth]
-        tried: set[int] = set()
+        tried: dict[int, list[int]] = {}
         prev_same = None
         p = order[depth - 1] if depth else None
         if p is not None and eident[p] == eident[i] and tuple(ecols[p].keys) == tuple(ecols[i].keys):
             prev_same = assign[p]  # identical expected columns: assign in increasing order
         for j in cands[i]:
-            if j in used or gident[j] in tried or (prev_same is not None and j < prev_same):
+            if j in used or (prev_same is not None and j < prev_same):
                 continue
+            if any(tuple(gcols[t].keys) == tuple(gcols[j].keys) for t in tried.get(gident[j], ())):
+                continue  # identical to a candidate column that already failed here
             budget[0] += 1
             if budget[0] > 200_000:
                 raise _SearchBudget
             if not single(i, j, exact_only):
                 continue
-            tried.add(gident[j])  # an identical candidate column would fail the same way
+            tried.setdefault(gident[j], []).append(j)  # an identical column would fail the same way
             s = snap(i, j, exact_only)
             if s.amb:
                 nxt_rows, nxt_pending = rows, [*pending, s]

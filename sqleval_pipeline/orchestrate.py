@@ -51,26 +51,37 @@ def _root_message(err) -> str:
 
 WAREHOUSE_GROUPS = ["raw", "staging", "marts", "sensitive"]
 FOUNDATION_GROUPS = [*WAREHOUSE_GROUPS, "snapshot", "golden"]
+EVALUATION_GROUPS = ["evaluation"]
 
 
 def materialize(groups: list[str], run_config: dict | None = None,
-                home: paths.Home | None = None, manifest_dir: str | None = None) -> RunSummary:
-    """Materialize the assets of the given groups in-process; raise RunFailed on failure."""
+                home: paths.Home | None = None, manifest_dir: str | None = None,
+                partition_key: str | None = None, configs_dir: str | None = None) -> RunSummary:
+    """Materialize the assets of the given groups in-process; raise RunFailed on failure.
+
+    With ``partition_key`` (a configuration version), the key is registered as a dynamic
+    partition first (as the sensor would) and the partitioned assets run for it."""
     home = home or paths.home()
     ensure_dagster_home(home)
     import dagster as dg
 
     from sqleval_pipeline.definitions import build_definitions
 
-    defs = build_definitions(str(home.root), manifest_dir)
+    defs = build_definitions(str(home.root), manifest_dir, configs_dir)
     assets = list(defs.assets or [])
     config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     if run_config:
         config.update(run_config)
     started = time.perf_counter()
     with dg.DagsterInstance.get() as instance:
+        if partition_key:
+            from sqleval_pipeline.defs.evaluation.partitions import config_versions
+
+            if not instance.has_dynamic_partition(config_versions.name, partition_key):
+                instance.add_dynamic_partitions(config_versions.name, [partition_key])
         result = dg.materialize(
             assets,
+            partition_key=partition_key,
             selection=dg.AssetSelection.groups(*groups),
             resources=defs.resources,
             instance=instance,

@@ -20,6 +20,8 @@ class SqlevalHome(dg.ConfigurableResource):
     root: str
     manifest_dir: str = str(paths.SNAPSHOT_MANIFEST_DIR)
     golden_dir: str = str(paths.GOLDEN_DIR)
+    configs_dir: str = str(paths.EVALS_DIR / "configs")
+    decisions_path: str = str(paths.EVALS_DIR / "decisions.yaml")
 
     @property
     def home(self) -> paths.Home:

@@ -20,7 +20,6 @@ counted. SDK exceptions become :class:`ProviderError` codes (see ``_common``).
 from __future__ import annotations
 
 import json
-import logging
 import time
 from typing import Any, Literal
 
@@ -38,8 +37,6 @@ from sqleval_pipeline.generation._common import (
 )
 from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput, ProviderError
 from sqleval_pipeline.records import Usage
-
-log = logging.getLogger(__name__)
 
 
 class ClaudeAnswer(BaseModel):

@@ -167,14 +167,14 @@ class BaselineGenerator:
 
     def generate(self, ctx: GenerationContext) -> GenerationOutput:
         started = time.perf_counter()
-        self._original = " ".join(ctx.question.replace("’", "'").split())
-        q = self._original.lower()
+        original = " ".join(ctx.question.replace("’", "'").split())
+        q = original.lower()
         try:
             refusal = self._refusal(q)
             if refusal:
                 out = GenerationOutput(kind="refusal", refusal_reason=refusal)
             else:
-                out = GenerationOutput(kind="sql", sql=self.compile(q))
+                out = GenerationOutput(kind="sql", sql=self.compile(q, original))
         except Unmappable as exc:
             out = GenerationOutput(kind="refusal", refusal_reason=f"cannot map the question: {exc}")
         out.usage = Usage(latency_ms=(time.perf_counter() - started) * 1000, cost_usd=0.0)
@@ -197,9 +197,10 @@ class BaselineGenerator:
 
     # ---- compile -------------------------------------------------------------------------
 
-    _original = ""
-
-    def compile(self, q: str) -> str:
+    def compile(self, q: str, original: str | None = None) -> str:
+        """SQL for a lower-cased question (``original`` keeps its capitalisation). Pure: no
+        state is kept between calls, so concurrent attempts cannot interfere."""
+        original = original if original is not None else q
         group = self._group(q)
         metric = self._metric(q, group)
         plan = Plan(base=metric.table, metric=metric, filters=list(metric.filters),
@@ -210,7 +211,7 @@ class BaselineGenerator:
             plan.order = group[2]
             for t, _c in plan.group:
                 plan.tables.add(t)
-        fq, forig = q, self._original
+        fq, forig = q, original
         if metric.phrase:
             for v in _variants(metric.phrase):
                 fq = re.sub(rf"(?<![a-z0-9_]){re.escape(v)}(?![a-z0-9_])", " ", fq)

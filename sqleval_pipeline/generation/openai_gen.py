@@ -207,9 +207,13 @@ class OpenAIGenerator:
         message = exc.message
         if isinstance(body, dict) and isinstance(body.get("message"), str):
             message = body["message"]
-        hint = (f"the key in {self.settings.api_key_env}" if not self._key_is_placeholder
-                else f"this server wants a key: set {self.settings.api_key_env or 'OPENAI_API_KEY'}"
-                     " (settings.api_key_env)")
+        if not self._key_is_placeholder:
+            hint = f"the key in {self.settings.api_key_env or 'the api_key argument'}"
+        elif self.settings.api_key_env:
+            hint = f"this server wants a key: set {self.settings.api_key_env} (settings.api_key_env)"
+        else:
+            hint = ("this server wants a key: set settings.api_key_env to the name of an "
+                    "environment variable holding it")
         return map_http_status(
             exc.status_code, message, retry_after=parse_retry_after(exc.response.headers),
             raw_response=truncate_raw(json.dumps(body, default=str) if body is not None else None),

@@ -56,7 +56,7 @@ def backoff_delay(retry_number: int, *, base_delay: float = 0.5, max_delay: floa
         raise ValueError(f"retry_number starts at 1, got {retry_number}")
     if base_delay < 0 or max_delay < 0:
         raise ValueError("base_delay and max_delay must be >= 0")
-    ceiling = min(max_delay, base_delay * (2.0 ** min(retry_number - 1, 62)))
+    ceiling = min(max_delay, base_delay * (2.0 ** min(retry_number - 1, 1000)))
     if jitter:
         rng = rng if rng is not None else random.Random(DEFAULT_SEED + retry_number)
         delay = ceiling / 2.0 + rng.random() * ceiling / 2.0

@@ -71,3 +71,15 @@ def test_curation_has_a_measurable_effect(catalog, serving_snapshot):
     finally:
         con.close()
     assert curated > raw + 0.2, (curated, raw)
+
+
+def test_concurrent_attempts_do_not_interfere(catalog):
+    """The baseline keeps no per-call state: 8 threads give the same SQL as one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    gen = BaselineGenerator(catalog, load_glossary())
+    qs = [c.question for c in load_golden(paths.GOLDEN_DIR).cases] * 4
+    serial = [ask(gen, q, catalog.as_of).sql for q in qs]
+    with ThreadPoolExecutor(8) as pool:
+        parallel = list(pool.map(lambda q: ask(gen, q, catalog.as_of).sql, qs))
+    assert parallel == serial

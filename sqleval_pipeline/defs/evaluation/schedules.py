@@ -1,0 +1,30 @@
+"""Nightly re-evaluation of the active configurations, with fresh attempts."""
+
+import dagster as dg
+
+from sqleval_pipeline import paths
+from sqleval_pipeline.defs.evaluation.jobs import evaluate_job
+from sqleval_pipeline.defs.evaluation.partitions import config_versions
+from sqleval_pipeline.defs.evaluation.sensors import config_partition_keys
+
+
+@dg.schedule(job=evaluate_job, cron_schedule="0 2 * * *", execution_timezone="UTC",
+             description="02:00 UTC: re-run every active configuration in a new batch so that a "
+                         "provider's model drift shows up")
+def nightly_evaluation(context: dg.ScheduleEvaluationContext):
+    keys = config_partition_keys(paths.EVALS_DIR / "configs")
+    registered = set(context.instance.get_dynamic_partitions(config_versions.name))
+    day = context.scheduled_execution_time.strftime("%Y-%m-%d")
+    requests = []
+    for key, active in sorted(keys.items()):
+        if not active:
+            continue
+        if key not in registered:
+            context.log.warning(f"{key} is not registered yet (the sensor adds it); skipped")
+            continue
+        requests.append(dg.RunRequest(
+            partition_key=key, run_key=f"nightly:{day}:{key}",
+            run_config={"ops": {"eval_attempts": {"config": {"batch": "new"}}}},
+            tags={"sqleval/trigger": "nightly"},
+        ))
+    return requests or dg.SkipReason("no active, registered configuration")

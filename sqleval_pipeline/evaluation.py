@@ -1,0 +1,321 @@
+"""The evaluation stages as plain functions: attempts → executions → grades → scorecard → gate.
+
+Each stage reads what the previous one persisted in the batch folder (see
+:mod:`sqleval_pipeline.store`) and writes its own immutable artifact; a stage whose artifact
+already exists for the batch is not recomputed. Dagster assets (``defs/evaluation``) and the
+CLI call these functions, so there is one pipeline.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqleval_pipeline import paths
+from sqleval_pipeline import snapshot as snap
+from sqleval_pipeline.configs import ConfigError, LoadedConfig, load_configs
+from sqleval_pipeline.golden.loader import load_golden
+from sqleval_pipeline.golden.model import Case
+from sqleval_pipeline.records import Attempt, Execution, Grade, load_records, save_records
+from sqleval_pipeline.store import BatchInfo, Store
+
+Progress = Callable[[str, int, int], None]
+
+
+class EvaluationError(RuntimeError):
+    """The evaluation cannot proceed; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The pinned inputs every evaluation stage shares."""
+
+    snapshot_id: str
+    serving: Path
+    as_of: dt.date
+    cases: list[Case]
+    store: Store
+    configs_dir: Path
+    decisions: Path
+
+
+def environment(home: paths.Home | None = None, *, manifest_dir: Path | None = None,
+                golden_dir: Path | None = None, configs_dir: Path | None = None,
+                decisions: Path | None = None) -> Environment:
+    home = home or paths.home()
+    manifest_dir = manifest_dir or paths.SNAPSHOT_MANIFEST_DIR
+    pinned = snap.read_pinned(manifest_dir)
+    if pinned is None:
+        raise EvaluationError("no pinned snapshot; run `sqleval build` (or `make demo`) first")
+    manifest = snap.SnapshotManifest.from_file(snap.manifest_path(manifest_dir, pinned))
+    serving = snap.serving_path(home.snapshot_dir, pinned)
+    if not serving.exists():
+        raise EvaluationError(f"serving snapshot {serving} is missing; run `sqleval build`")
+    golden = load_golden(golden_dir or paths.GOLDEN_DIR)
+    stale = sorted(c.id for c in golden.cases if c.answerable and c.snapshot_id not in (None, pinned))
+    if stale:
+        raise EvaluationError(f"golden cases frozen against another snapshot than {pinned}: "
+                              f"{', '.join(stale[:10])}; re-freeze after review")
+    return Environment(pinned, serving, manifest.as_of, golden.cases, Store(home.store),
+                       configs_dir or paths.EVALS_DIR / "configs",
+                       decisions or paths.EVALS_DIR / "decisions.yaml")
+
+
+def select_cases(cases: Sequence[Case], *, case_ids: Sequence[str] | None = None,
+                 split: str | None = None) -> list[Case]:
+    out = list(cases)
+    if case_ids:
+        known = {c.id for c in cases}
+        unknown = [i for i in case_ids if i not in known]
+        if unknown:
+            raise EvaluationError(f"unknown case id(s): {', '.join(unknown)}")
+        wanted = set(case_ids)
+        out = [c for c in out if c.id in wanted]
+    if split:
+        if split not in ("dev", "heldout"):
+            raise EvaluationError(f"split must be 'dev' or 'heldout', not {split!r}")
+        out = [c for c in out if c.split == split]
+    if not out:
+        raise EvaluationError("no cases selected")
+    return out
+
+
+def find_config(env: Environment, partition_key: str) -> LoadedConfig:
+    """The configuration whose *current* version is ``partition_key`` (``name@hash8``)."""
+    name, _, version = partition_key.partition("@")
+    configs = {c.name: c for c in load_configs(env.configs_dir)}
+    if name not in configs:
+        raise EvaluationError(f"no configuration named {name!r} in {env.configs_dir}")
+    loaded = configs[name]
+    if version and loaded.version != version:
+        raise ConfigError(
+            f"configuration {name!r} has changed: its version is now {loaded.version}, not "
+            f"{version}. Evaluate {loaded.partition_key} instead (the sensor registers it)."
+        )
+    return loaded
+
+
+# ---- stage 1: attempts --------------------------------------------------------------------
+
+
+def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "latest",
+                   runs: int | None = None, case_ids: Sequence[str] | None = None,
+                   split: str | None = None, batch_id: str | None = None,
+                   progress: Progress | None = None):
+    """Generate (or resume, or reuse) the attempts of one configuration version."""
+    from sqleval_pipeline.generation import make_generator
+    from sqleval_pipeline.generation.context import ContextBuilder, cached_catalog
+    from sqleval_pipeline.generation.runner import open_batch, run_attempts
+    from sqleval_pipeline.glossary import load_glossary
+
+    cfg = loaded.config
+    cases = select_cases(env.cases, case_ids=case_ids, split=split)
+    runs = runs or cfg.runs
+    info = open_batch(env.store, partition_key=loaded.partition_key, config_name=cfg.name,
+                      config_version=loaded.version, snapshot_id=env.snapshot_id, cases=cases,
+                      runs=runs, mode=mode, batch_id=batch_id)
+    catalog = cached_catalog(str(env.serving), env.as_of, cfg.context.sample_values)
+    glossary = load_glossary() if cfg.context.curation else None
+    template = None
+    if cfg.generator.kind in ("anthropic", "openai"):
+        template = paths.REPO_ROOT / cfg.context.prompt_template
+    builder = ContextBuilder(catalog, cfg.context, glossary, env.cases, template)
+    if info.status == "complete":
+        generator = None
+    else:
+        generator = make_generator(loaded, catalog, glossary)
+    try:
+        return run_attempts(
+            store=env.store, info=info, cases=cases, generator=generator, builder=builder,
+            concurrency=cfg.concurrency, max_retries=cfg.max_retries,
+            on_progress=(lambda done, total: progress("attempts", done, total)) if progress else None,
+        )
+    finally:
+        if generator is not None:
+            generator.close()
+
+
+# ---- stage 2: guarded executions ----------------------------------------------------------
+
+
+def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
+                     progress: Progress | None = None) -> list[Execution]:
+    """Run every SQL attempt of the batch through the guard (persisted once per batch)."""
+    from sqleval_pipeline.guard.executor import GuardedExecutor
+
+    out_path = env.store.artifact(batch.partition_key, batch.batch_id, "executions.parquet")
+    existing = load_artifact(out_path, Execution)
+    if existing is not None:
+        return existing
+    attempts = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
+                                               "attempts.parquet"), Attempt)
+    todo = [a for a in attempts if a.kind == "sql"]
+    log_path = env.store.artifact(batch.partition_key, batch.batch_id, "guard_log.jsonl")
+    log_path.unlink(missing_ok=True)
+    results: dict[tuple, Execution] = {}
+    done = 0
+    with GuardedExecutor(env.serving, as_of=env.as_of, policy_overrides=loaded.config.guard or None,
+                         log_path=log_path) as guard:
+        def one(a: Attempt) -> Execution:
+            res = guard.execute(a.sql, log_extra={"config_version": a.config_version,
+                                                  "case_id": a.case_id, "run_index": a.run_index})
+            return res.to_execution(a.config_version, a.case_id, a.run_index)
+
+        workers = max(1, min(len(todo), getattr(guard.pool, "size", 2) or 2))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for a, ex in zip(todo, pool.map(one, todo), strict=True):
+                results[a.key] = ex
+                done += 1
+                if progress:
+                    progress("executions", done, len(todo))
+    executions = [results[a.key] for a in todo]
+    save_artifact(out_path, executions)
+    return executions
+
+
+def save_artifact(path: Path, records: Sequence) -> None:
+    """Parquet when there are records; an empty JSON Lines twin when there are none
+    (Parquet needs a schema, and "no SQL attempts" is a legitimate batch)."""
+    if records:
+        save_records(path, records)
+    else:
+        save_records(path.with_suffix(".jsonl"), [])
+
+
+def load_artifact(path: Path, model):
+    if path.exists():
+        return load_records(path, model)
+    if path.with_suffix(".jsonl").exists():
+        return load_records(path.with_suffix(".jsonl"), model)
+    return None
+
+
+def load_executions(env: Environment, batch: BatchInfo) -> list[Execution]:
+    p = env.store.artifact(batch.partition_key, batch.batch_id, "executions.parquet")
+    return load_artifact(p, Execution) or []
+
+
+# ---- stage 3: grades ----------------------------------------------------------------------
+
+
+def stage_grades(env: Environment, batch: BatchInfo) -> list[Grade]:
+    from sqleval_pipeline.grading import GRADER_VERSION, grade_attempt
+
+    out_path = env.store.artifact(batch.partition_key, batch.batch_id, "grades.parquet")
+    if out_path.exists():
+        grades = load_records(out_path, Grade)
+        if grades and grades[0].grader_version == GRADER_VERSION:
+            return grades
+    attempts = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
+                                               "attempts.parquet"), Attempt)
+    executions = {e.key: e for e in load_executions(env, batch)}
+    cases = {c.id: c for c in env.cases}
+    grades = []
+    for a in attempts:
+        if a.case_id not in cases:
+            raise EvaluationError(f"attempt for unknown case {a.case_id} in batch {batch.batch_id}")
+        if a.kind == "sql" and a.key not in executions:
+            raise EvaluationError(f"attempt {a.key} has no execution; run the executions stage")
+        grades.append(grade_attempt(cases[a.case_id], a, executions.get(a.key)))
+    save_records(out_path, grades)
+    return grades
+
+
+# ---- stage 4: scorecard -------------------------------------------------------------------
+
+
+def stage_scorecard(env: Environment, loaded: LoadedConfig, batch: BatchInfo):
+    from sqleval_pipeline.records import Diagnosis
+    from sqleval_pipeline.scoring import Scorecard, build_scorecard
+
+    grades = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
+                                             "grades.parquet"), Grade)
+    dpath = env.store.artifact(batch.partition_key, batch.batch_id, "diagnoses.parquet")
+    diagnoses = load_records(dpath, Diagnosis) if dpath.exists() else []
+    card: Scorecard = build_scorecard(grades, diagnoses, config_version=loaded.version,
+                                      tuned=loaded.config.tuned_on_dev,
+                                      label=loaded.partition_key)
+    card.save(env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json"))
+    return card
+
+
+def latest_scorecard(env: Environment, partition_key: str):
+    """The newest scorecard stored for a configuration version, with its batch."""
+    from sqleval_pipeline.scoring import load_scorecard
+
+    for b in reversed(env.store.batches(partition_key)):
+        p = env.store.artifact(partition_key, b.batch_id, "scorecard.json")
+        if b.status == "complete" and p.exists():
+            return load_scorecard(p), b
+    return None, None
+
+
+# ---- stage 5: diff and regression gate ----------------------------------------------------
+
+
+def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
+               *, fail_on_case_regression: bool = False):
+    """Diff this scorecard against its configured baseline's newest scorecard and gate it.
+
+    Returns ``(diff, gate_result, baseline_key)``; ``(None, None, reason)`` when there is no
+    baseline to compare with.
+    """
+    from sqleval_pipeline.scoring import diff, gate, load_decisions
+
+    base_name = loaded.config.baseline
+    if not base_name:
+        return None, None, "no baseline configured"
+    try:
+        base_loaded = find_config(env, base_name)
+    except EvaluationError as exc:
+        return None, None, str(exc)
+    base_card, base_batch = latest_scorecard(env, base_loaded.partition_key)
+    if base_card is None:
+        return None, None, f"baseline {base_loaded.partition_key} has no scorecard yet; evaluate it first"
+    comparison = diff(base_card, card)
+    result = gate(base_card, card, load_decisions(env.decisions),
+                  fail_on_case_regression=fail_on_case_regression, comparison=comparison)
+    env.store.write_json(batch.partition_key, batch.batch_id, "diff.json",
+                         comparison.model_dump(mode="json"))
+    env.store.write_json(batch.partition_key, batch.batch_id, "gate.json",
+                         result.model_dump(mode="json"))
+    return comparison, result, base_loaded.partition_key
+
+
+@dataclass
+class EvaluationResult:
+    loaded: LoadedConfig
+    batch: BatchInfo
+    scorecard: object
+    diff: object | None
+    gate: object | None
+    baseline: str | None
+    provider_calls: int
+    seconds: dict[str, float]
+
+
+def evaluate(env: Environment, loaded: LoadedConfig, *, mode: str = "latest",
+             runs: int | None = None, case_ids: Sequence[str] | None = None,
+             split: str | None = None, progress: Progress | None = None) -> EvaluationResult:
+    """All stages for one configuration version (used by tests and benchmarks; the CLI and the
+    UI go through the Dagster assets, which call the same stage functions)."""
+    t = {}
+    t0 = time.perf_counter()
+    run = stage_attempts(env, loaded, mode=mode, runs=runs, case_ids=case_ids, split=split,
+                         progress=progress)
+    t["attempts"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    stage_executions(env, loaded, run.batch, progress)
+    t["executions"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    stage_grades(env, run.batch)
+    t["grades"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    card = stage_scorecard(env, loaded, run.batch)
+    t["scorecard"] = time.perf_counter() - t0
+    d, g, base = stage_gate(env, loaded, run.batch, card)
+    return EvaluationResult(loaded, run.batch, card, d, g, base, run.provider_calls, t)

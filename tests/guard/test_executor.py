@@ -1,0 +1,84 @@
+"""The guarded executor: typed results, pipeline records, structured logs, setup checks."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import duckdb
+import pytest
+
+from sqleval_pipeline.guard.executor import (
+    GuardedExecutor, GuardSetupError, close_shared_executors, execute_guarded,
+)
+from sqleval_pipeline.records import Execution
+
+
+def test_ok_result_is_typed(guard):
+    r = guard.execute("SELECT status, count(*) AS n FROM fct_orders GROUP BY status ORDER BY status")
+    assert r.ok and r.layer is None and not r.truncated
+    assert r.result.columns == ["status", "n"] and r.result.types == ["VARCHAR", "BIGINT"]
+    assert r.tables == ("fct_orders",) and r.elapsed_ms > 0 and r.filter_ms > 0
+    ex = r.to_execution("cfg", "q1", 0)
+    assert isinstance(ex, Execution) and ex.status == "ok" and ex.result.rows == r.result.rows
+
+
+@pytest.mark.parametrize("sql, status, layer, reason", [
+    ("DROP TABLE fct_orders", "refused", "filter", "ddl_statement"),
+    ("SELECT * FROM hr.salaries", "refused", "filter", "qualifier_not_allowed"),
+    ("SELECT nope FROM fct_orders", "error", None, "binder_error"),
+    ("SELECT 1/0::INTEGER, 'x'::INTEGER", "error", None, "conversion_error"),
+    ("SELECT count(*) FROM fct_orders a, fct_orders b, fct_orders c", "timeout", "database", "statement_timeout"),
+])
+def test_outcomes_convert_to_pipeline_records(guard, sql, status, layer, reason):
+    r = guard.execute(sql)
+    assert (r.status, r.layer, r.reason) == (status, layer, reason), r.describe()
+    ex = r.to_execution("cfg", "q1", 2)
+    assert ex.status == status and ex.layer == layer and ex.reason == reason and ex.key == ("cfg", "q1", 2)
+    if status == "error":
+        assert ex.error_source == "sql" and ex.error_code == reason
+    assert json.loads(Execution.model_validate_json(ex.model_dump_json()).model_dump_json())["status"] == status
+
+
+def test_per_call_timeout(guard):
+    r = guard.execute("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r",
+                      timeout_s=0.3)
+    assert r.status == "timeout" and r.elapsed_ms < 1500
+
+
+def test_structured_log_records(serving_snapshot, guard_policy, tmp_path, caplog):
+    log = tmp_path / "guard.jsonl"
+    with GuardedExecutor(serving_snapshot.path, as_of=serving_snapshot.manifest.as_of, policy=guard_policy,
+                         log_path=log, pool_size=1) as g, caplog.at_level(logging.INFO, "sqleval_pipeline.guard"):
+        g.execute("SELECT count(*) FROM fct_orders", log_extra={"case_id": "c1"})
+        g.execute("SELECT 1; DROP TABLE fct_orders")
+    recs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["status"] for r in recs] == ["ok", "refused"]
+    assert recs[0]["case_id"] == "c1" and recs[0]["rows"] == 1 and recs[0]["tables"] == ["fct_orders"]
+    assert recs[1]["layer"] == "filter" and recs[1]["reason"] == "multiple_statements"
+    assert all(len(r["sql_sha256"]) == 64 and r["snapshot_id"] == serving_snapshot.snapshot_id for r in recs)
+    guard_logs = [rec.guard for rec in caplog.records if hasattr(rec, "guard")]
+    assert [g["status"] for g in guard_logs] == ["ok", "refused"]
+    json.dumps(guard_logs)
+
+
+def test_execute_guarded_shares_a_warm_executor(serving_snapshot):
+    try:
+        kw = {"as_of": serving_snapshot.manifest.as_of, "policy_overrides": {"sandbox": {"workers": 1}}}
+        a = execute_guarded("SELECT count(*) FROM dim_products", serving_snapshot.path, **kw)
+        b = execute_guarded("SELECT 1; SELECT 2", serving_snapshot.path, **kw)
+        assert a.ok and a.result.rows == [[420]]
+        assert b.reason == "multiple_statements"
+    finally:
+        close_shared_executors()
+
+
+def test_setup_refuses_a_file_with_sensitive_schemas(tmp_path, serving_snapshot):
+    bad = tmp_path / "snap-bad.duckdb"
+    con = duckdb.connect(str(bad))
+    con.execute("CREATE SCHEMA hr; CREATE TABLE hr.salaries AS SELECT 1 AS x; CREATE TABLE fct_orders AS SELECT 1 AS x")
+    con.close()
+    with pytest.raises(GuardSetupError, match="outside 'main'"):
+        GuardedExecutor(bad, as_of=serving_snapshot.manifest.as_of)
+    with pytest.raises(GuardSetupError, match="missing"):
+        GuardedExecutor(tmp_path / "nope.duckdb", as_of=serving_snapshot.manifest.as_of)
