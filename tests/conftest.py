@@ -57,6 +57,7 @@ def serving_snapshot(built_warehouse, tmp_path_factory) -> BuiltSnapshot:
     manifest = snap.freeze_snapshot(
         built_warehouse.warehouse, built_warehouse.snapshot_dir, manifest_dir, AS_OF
     )
+    snap.write_pinned(manifest_dir, manifest.snapshot_id)
     return BuiltSnapshot(
         home=built_warehouse,
         manifest_dir=manifest_dir,

@@ -69,6 +69,8 @@ class ProviderError(Exception):
         self.retryable = retryable
         self.retry_after = retry_after
         self.raw_response = raw_response
+        #: retries spent before giving up (set by the retry loop)
+        self.retries = 0
 
 
 @runtime_checkable

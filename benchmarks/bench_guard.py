@@ -1,0 +1,186 @@
+"""Benchmark of guarded execution against raw DuckDB on the golden reference queries.
+
+    .venv/bin/python benchmarks/bench_guard.py [--snapshot PATH] [--repeat N] [--json OUT]
+
+Reports, in one run and interleaved query by query:
+
+* guarded execution (filter → pinned clock → sandboxed worker → cap) against raw DuckDB
+  execution of the same (clock-pinned) SQL — median, p95 and the median ratio. Raw is
+  measured two ways: on one warm connection held open (the cheapest possible), and with a
+  short-lived read-only connection per query (what STACK.md prescribes for anything that
+  must not hold the file);
+* the statement filter's own cost per query (median, p95);
+* worker-pool throughput in queries/second, one client thread per worker;
+* time for bombs to be contained (and for the pool to answer again).
+
+Targets (issue 3): guarded/raw median ratio ≤ 1.5, filter ≤ 2 ms median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from sqleval_pipeline import paths  # noqa: E402
+from sqleval_pipeline import snapshot as snap  # noqa: E402
+from sqleval_pipeline.golden import load_golden  # noqa: E402
+from sqleval_pipeline.guard.clock import pin_clock  # noqa: E402
+from sqleval_pipeline.guard.executor import GuardedExecutor  # noqa: E402
+from sqleval_pipeline.guard.statement_filter import StatementFilter  # noqa: E402
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+def resolve(snapshot: Path | None):
+    pinned = snap.read_pinned(paths.SNAPSHOT_MANIFEST_DIR)
+    if snapshot is None:
+        if pinned is None:
+            sys.exit("no pinned snapshot; pass --snapshot")
+        snapshot = snap.serving_path(paths.home().snapshot_dir, pinned)
+    mpath = snap.manifest_path(paths.SNAPSHOT_MANIFEST_DIR, snapshot.stem)
+    if mpath.exists():
+        return snapshot, snap.SnapshotManifest.from_file(mpath).as_of
+    from sqleval_pipeline.warehouse.rawgen import AS_OF
+
+    return snapshot, AS_OF
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--snapshot", type=Path)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+    path, as_of = resolve(args.snapshot)
+    sqls = [c.reference_sql for c in load_golden(paths.GOLDEN_DIR).cases if c.reference_sql]
+    pinned = [pin_clock(s, as_of) for s in sqls]
+    out: dict = {"snapshot": str(path), "queries": len(sqls), "repeat": args.repeat}
+
+    with GuardedExecutor(path, as_of=as_of) as guard:
+        sf = StatementFilter(guard.policy, database_names={path.stem})
+        warm = duckdb.connect(str(path), read_only=True)
+        for s in pinned:  # warm-up: page cache, both sides
+            warm.execute(s).fetchall()
+            guard.execute(s)
+        warm.close()
+        g_ms: list[float] = []
+        w_ms: list[float] = []
+        f_ms: list[float] = []
+        fresh_ms: list[float] = []
+        per_query: dict[int, dict[str, list[float]]] = {}
+        for _ in range(args.repeat):
+            # phase 1: raw on a warm connection, interleaved with guarded, query by query
+            warm = duckdb.connect(str(path), read_only=True)
+            for i, (sql, psql) in enumerate(zip(sqls, pinned, strict=True)):
+                pq = per_query.setdefault(i, {"g": [], "w": [], "f": []})
+                t = time.perf_counter()
+                warm.execute(psql).fetchall()
+                pq["w"].append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                r = guard.execute(sql)
+                pq["g"].append((time.perf_counter() - t) * 1000)
+                assert r.ok, r.describe()
+                f_ms.append(sf.check(sql).elapsed_ms)
+            warm.close()  # DuckDB caches one instance per file and process: close before phase 2
+            # phase 2: raw with a short-lived read-only connection per query
+            for i, psql in enumerate(pinned):
+                t = time.perf_counter()
+                con = duckdb.connect(str(path), read_only=True)
+                con.execute(psql).fetchall()
+                con.close()
+                per_query[i]["f"].append((time.perf_counter() - t) * 1000)
+        for v in per_query.values():
+            g_ms += v["g"]
+            w_ms += v["w"]
+            fresh_ms += v["f"]
+        ratio_warm = statistics.median(statistics.median(v["g"]) / statistics.median(v["w"])
+                                       for v in per_query.values())
+        ratio_fresh = statistics.median(statistics.median(v["g"]) / statistics.median(v["f"])
+                                        for v in per_query.values())
+        out["guarded_ms"] = {"median": statistics.median(g_ms), "p95": pct(g_ms, 0.95)}
+        out["raw_warm_connection_ms"] = {"median": statistics.median(w_ms), "p95": pct(w_ms, 0.95)}
+        out["raw_fresh_connection_ms"] = {"median": statistics.median(fresh_ms), "p95": pct(fresh_ms, 0.95)}
+        out["ratio_guarded_vs_raw_fresh_median"] = ratio_fresh
+        out["ratio_guarded_vs_raw_warm_median"] = ratio_warm
+        out["ratio_of_medians_fresh"] = statistics.median(g_ms) / statistics.median(fresh_ms)
+        out["ratio_of_medians_warm"] = statistics.median(g_ms) / statistics.median(w_ms)
+        out["filter_ms"] = {"median": statistics.median(f_ms), "p95": pct(f_ms, 0.95)}
+
+        # throughput: one client thread per worker, golden queries round-robin
+        n_total = len(sqls) * 6
+        done = []
+
+        def client(k: int) -> None:
+            for j in range(k, n_total, guard.pool.size):
+                done.append(guard.execute(sqls[j % len(sqls)]).ok)
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(guard.pool.size)]
+        t = time.perf_counter()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        secs = time.perf_counter() - t
+        out["throughput_qps"] = len(done) / secs
+        out["throughput_workers"] = guard.pool.size
+        assert all(done)
+
+        bombs = {
+            "string_split(repeat('ab,', 3e8)) [timeout 1 s]": ("SELECT string_split(repeat('ab,', 300000000), ',')", 1.0),
+            "len(range(3e8))": ("SELECT len(range(300000000))", None),
+            "repeat('x', 2e9)": ("SELECT repeat('x', 2000000000)", None),
+            "infinite recursive CTE [timeout 1 s]": (
+                "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r", 1.0),
+            "3-way cross join [timeout 1 s]": (
+                "SELECT count(*) FROM fct_order_items a, fct_order_items b, fct_order_items c", 1.0),
+        }
+        out["bombs"] = {}
+        for name, (sql, timeout) in bombs.items():
+            t = time.perf_counter()
+            r = guard.execute(sql, timeout_s=timeout)
+            contained = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            nxt = guard.execute("SELECT count(*) FROM fct_orders")
+            recover = (time.perf_counter() - t) * 1000
+            out["bombs"][name] = {"contained_ms": contained, "status": r.status, "layer": r.layer,
+                                  "reason": r.reason, "next_query_ms": recover, "next_ok": nxt.ok}
+        out["workers_replaced"] = guard.pool.replaced
+        out["kill_grace_s"] = guard.policy.kill_grace_s
+
+    print(f"snapshot {path.name}: {len(sqls)} golden references x {args.repeat} runs, interleaved")
+    print(f"  guarded             median {out['guarded_ms']['median']:.2f} ms   p95 {out['guarded_ms']['p95']:.2f} ms")
+    print(f"  raw, fresh conn     median {out['raw_fresh_connection_ms']['median']:.2f} ms   "
+          f"p95 {out['raw_fresh_connection_ms']['p95']:.2f} ms")
+    print(f"  raw, warm conn      median {out['raw_warm_connection_ms']['median']:.2f} ms   "
+          f"p95 {out['raw_warm_connection_ms']['p95']:.2f} ms")
+    print(f"  ratio guarded/raw (median over queries of per-query medians): "
+          f"{out['ratio_guarded_vs_raw_fresh_median']:.2f} vs fresh connection, "
+          f"{out['ratio_guarded_vs_raw_warm_median']:.2f} vs warm connection (target <= 1.5)")
+    print(f"  filter              median {out['filter_ms']['median']:.3f} ms   p95 {out['filter_ms']['p95']:.3f} ms "
+          f"(target <= 2 ms)")
+    print(f"  throughput          {out['throughput_qps']:.0f} queries/s with {out['throughput_workers']} workers")
+    for name, b in out["bombs"].items():
+        print(f"  bomb {name:45s} contained in {b['contained_ms']:7.0f} ms by {b['layer']} ({b['reason']}); "
+              f"next query {b['next_query_ms']:.0f} ms")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
