@@ -5,6 +5,7 @@ there is one pipeline. Runs are recorded in ``$SQLEVAL_HOME/dagster_home`` (the 
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +47,9 @@ def _root_message(err) -> str:
             msgs.append(err.message.strip())
         err = err.cause
     user = [m for m in msgs if not m.startswith("dagster._core.errors")]
-    return (user[0] if user else msgs[-1]) if msgs else "unknown error"
+    msg = (user[0] if user else msgs[-1]) if msgs else "unknown error"
+    # "sqleval_pipeline.x.SomeError: text" -> "SomeError: text"
+    return re.sub(r"^(?:[a-z_][\w]*\.)+(?=[A-Z]\w*: )", "", msg)
 
 
 WAREHOUSE_GROUPS = ["raw", "staging", "marts", "sensitive"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -26,8 +27,8 @@ from sqleval_pipeline import paths
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Guarded execution and the hostile suite.")
-console = Console()
-err = Console(stderr=True)
+console = Console(width=None if sys.stdout.isatty() else 150)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 150)
 
 
 def _fail(message: str, code: int = 2) -> None:

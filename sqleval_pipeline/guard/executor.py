@@ -283,6 +283,8 @@ class GuardedExecutor:
     # ------------------------------------------------------------------ logging / lifecycle
 
     def _log(self, res: GuardResult, extra: dict[str, Any] | None) -> None:
+        if self.log_path is None and not log.isEnabledFor(logging.INFO):
+            return  # nobody listens: do not pay for the record
         rec = res.to_record(**(extra or {}))
         log.info("guard %s %s%s", res.status, res.layer or "", f" {res.reason}" if res.reason else "",
                 extra={"guard": rec})

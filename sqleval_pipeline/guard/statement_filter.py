@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.optimizer.scope import traverse_scope
 
 from sqleval_pipeline.guard._names import function_names
 from sqleval_pipeline.guard.policy import GuardPolicy
@@ -349,11 +349,4 @@ def _ms(t0: float) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
-def table_is_sensitive(name: str) -> bool:
-    """Heuristic used by the hostile runner: does a name look like a sensitive schema object?"""
-    n = name.lower()
-    return n.startswith(("hr.", "pii.", "raw_hr.", "raw_pii.")) or n in {"salaries", "employees",
-                                                                          "customer_contacts"}
-
-
-__all__ = ["FilterVerdict", "StatementFilter", "ALLOWED_ROOTS", "ALLOWED_STRUCTURE", "Scope"]
+__all__ = ["FilterVerdict", "StatementFilter", "ALLOWED_ROOTS", "ALLOWED_STRUCTURE"]
