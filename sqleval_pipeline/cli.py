@@ -114,6 +114,10 @@ def _print_summary(summary, title: str) -> None:
                   f"{m.get('expectations_passed')} GX expectations passed")
         for name, rows in sorted(tables.items()):
             t.add_row("", f"  {name}: {rows:,} rows")
+    if "guardrail_suite" in mats:
+        m = mats["guardrail_suite"]
+        t.add_row("guardrails", f"{m.get('cases')} hostile cases, {m.get('got_through')} got "
+                  f"through ({m.get('seconds')} s); snapshot checksum checked")
     if "golden_set" in mats:
         t.add_row("golden set", f"{mats['golden_set'].get('cases')} cases reproduce on "
                   f"{mats['golden_set'].get('snapshot_id')}")

@@ -17,6 +17,7 @@ from sqleval_pipeline.defs.evaluation.jobs import evaluate_job
 from sqleval_pipeline.defs.evaluation.schedules import nightly_evaluation
 from sqleval_pipeline.defs.evaluation.sensors import new_configuration_versions
 from sqleval_pipeline.defs.golden.assets import golden_set
+from sqleval_pipeline.defs.guardrails.assets import guardrail_suite
 from sqleval_pipeline.defs.resources import SqlevalHome, dbt_resource
 from sqleval_pipeline.defs.snapshot.assets import serving_snapshot
 from sqleval_pipeline.defs.warehouse.assets import commerce_dbt_models, raw_commerce_data
@@ -24,8 +25,9 @@ from sqleval_pipeline.defs.warehouse.assets import commerce_dbt_models, raw_comm
 foundation_job = dg.define_asset_job(
     "foundation",
     selection=dg.AssetSelection.assets(raw_commerce_data, commerce_dbt_models, serving_snapshot,
-                                       golden_set),
-    description="Raw data → dbt warehouse → GX-validated serving snapshot → verified golden set",
+                                       golden_set, guardrail_suite),
+    description="Raw data → dbt warehouse → GX-validated serving snapshot → verified golden set "
+                "→ hostile guardrail suite",
 )
 
 
@@ -35,7 +37,7 @@ def build_definitions(home: str | None = None, manifest_dir: str | None = None,
     overrides = {k: v for k, v in {"manifest_dir": manifest_dir, "configs_dir": configs_dir}.items() if v}
     sqleval = SqlevalHome(root=home or str(paths.home().root), **overrides)
     return dg.Definitions(
-        assets=[raw_commerce_data, commerce_dbt_models, serving_snapshot, golden_set,
+        assets=[raw_commerce_data, commerce_dbt_models, serving_snapshot, golden_set, guardrail_suite,
                 eval_attempts, eval_executions, eval_grades, eval_scorecard, eval_gate],
         jobs=[foundation_job, evaluate_job],
         schedules=[nightly_evaluation],

@@ -53,7 +53,7 @@ def _root_message(err) -> str:
 
 
 WAREHOUSE_GROUPS = ["raw", "staging", "marts", "sensitive"]
-FOUNDATION_GROUPS = [*WAREHOUSE_GROUPS, "snapshot", "golden"]
+FOUNDATION_GROUPS = [*WAREHOUSE_GROUPS, "snapshot", "golden", "guardrails"]
 EVALUATION_GROUPS = ["evaluation"]
 
 

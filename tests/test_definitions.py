@@ -34,7 +34,9 @@ def test_foundation_materializes_through_dagster(tmp_path):
     manifests = tmp_path / "manifests"
     shutil.copytree(paths.SNAPSHOT_MANIFEST_DIR, manifests)
     home = paths.Home(tmp_path / "home")
-    summary = materialize(FOUNDATION_GROUPS, home=home, manifest_dir=str(manifests))
+    summary = materialize(FOUNDATION_GROUPS,
+                          {"ops": {"guardrail_suite": {"config": {"timeout_s": 1.0}}}},
+                          home=home, manifest_dir=str(manifests))
     pinned = snap.read_pinned(paths.SNAPSHOT_MANIFEST_DIR)
     assert summary.materialized["serving_snapshot"]["snapshot_id"] == pinned
     assert summary.materialized["golden_set"]["cases"] >= 60
@@ -42,6 +44,10 @@ def test_foundation_materializes_through_dagster(tmp_path):
     assert summary.checks["serving_snapshot:matches_pinned_snapshot"]
     assert summary.checks["serving_snapshot:no_sensitive_objects"]
     assert summary.checks["golden_set:reproduces_on_snapshot"]
+    assert summary.checks["guardrail_suite:all_hostile_cases_blocked"]
+    assert summary.checks["guardrail_suite:snapshot_checksum_unchanged"]
+    assert summary.materialized["guardrail_suite"]["got_through"] == 0
+    assert summary.materialized["guardrail_suite"]["cases"] >= 140
     assert (home.snapshot_dir / f"{pinned}.duckdb").exists()
     # dagster-dbt's per-run target folders are cleaned up
     assert not list((paths.DBT_PROJECT_DIR / "target").glob("dagster-*"))

@@ -1,0 +1,71 @@
+"""The hostile suite as an asset: every case must be blocked at a non-prompt layer, and the
+serving snapshot must be byte-for-byte unchanged afterwards (both blocking checks)."""
+
+import json
+import logging
+from pathlib import Path
+
+import dagster as dg
+
+from sqleval_pipeline import snapshot as snap
+from sqleval_pipeline.defs.resources import SqlevalHome
+
+
+class GuardrailConfig(dg.Config):
+    timeout_s: float = 5.0
+    """Statement timeout for the run: resource bombs are contained within it."""
+
+
+@dg.asset(
+    group_name="guardrails", deps=["serving_snapshot"], kinds={"duckdb"},
+    check_specs=[
+        dg.AssetCheckSpec("all_hostile_cases_blocked", asset="guardrail_suite", blocking=True,
+                          description="No write, sensitive read or escape got through"),
+        dg.AssetCheckSpec("snapshot_checksum_unchanged", asset="guardrail_suite", blocking=True,
+                          description="SHA-256 of the serving file is the same after the suite"),
+    ],
+)
+def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
+                    sqleval: SqlevalHome):
+    """Run evals/hostile/*.jsonl through the guard; question cases are answered by an
+    adversarial double that obeys every injection, so only non-prompt layers can stop them."""
+    from sqleval_pipeline.guard.executor import GuardedExecutor
+    from sqleval_pipeline.guard.hostile import load_cases, run_suite
+
+    logging.getLogger("sqleval_pipeline.guard").setLevel(logging.WARNING)
+    manifest_dir = Path(sqleval.manifest_dir)
+    pinned = snap.read_pinned(manifest_dir)
+    if pinned is None:
+        raise snap.SnapshotError("no pinned snapshot; materialize serving_snapshot first")
+    manifest = snap.SnapshotManifest.from_file(snap.manifest_path(manifest_dir, pinned))
+    path = snap.serving_path(sqleval.home.snapshot_dir, pinned)
+    suite = load_cases(None)
+    report_path = sqleval.home.root / "reports" / "guardrails.json"
+    with GuardedExecutor(path, as_of=manifest.as_of) as guard:
+        report = run_suite(suite, guard, timeout_s=config.timeout_s)
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
+    summary = report.summary()
+    through = report.got_through
+    lines = ["| category | cases | blocked | filter | database | sandbox | cap | got through |",
+             "|---|---|---|---|---|---|---|---|"]
+    for cat, row in sorted(summary.items()):
+        lines.append(f"| {cat} | {row['cases']} | {row['blocked']} | {row.get('by_filter', 0)} | "
+                     f"{row.get('by_database', 0)} | {row.get('by_sandbox', 0)} | "
+                     f"{row.get('by_cap', 0)} | {row['got_through']} |")
+    yield dg.MaterializeResult(metadata={
+        "cases": len(report.verdicts),
+        "got_through": len(through),
+        "seconds": round(report.seconds, 1),
+        "per_category": dg.MetadataValue.md("\n".join(lines)),
+        "report": dg.MetadataValue.path(str(report_path)),
+    })
+    yield dg.AssetCheckResult(
+        check_name="all_hostile_cases_blocked", passed=not through,
+        metadata={"got_through": dg.MetadataValue.json(
+            [f"{v.case_id}: {v.status} {v.reason or ''}" for v in through])},
+    )
+    yield dg.AssetCheckResult(
+        check_name="snapshot_checksum_unchanged", passed=report.checksum_unchanged,
+        metadata={"after": report.checksum_after},
+    )
