@@ -145,8 +145,11 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
 def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
                      progress: Progress | None = None) -> list[Execution]:
     """Run every SQL attempt of the batch through the guard (persisted once per batch)."""
+    import logging
+
     from sqleval_pipeline.guard.executor import GuardedExecutor
 
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)  # generated SQL can be anything
     out_path = env.store.artifact(batch.partition_key, batch.batch_id, "executions.parquet")
     existing = load_artifact(out_path, Execution)
     if existing is not None:

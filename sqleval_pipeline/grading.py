@@ -54,6 +54,7 @@ import gc
 import hashlib
 import json
 import math
+import operator
 import re
 import uuid
 from collections import Counter
@@ -300,14 +301,14 @@ class _Col:
     ``nonint``: holds non-integral ones (roundings apply); ``ints``: holds integer-typed ones.
     """
 
-    __slots__ = ("keys", "kind", "tol", "nonint", "ints", "farr", "_codes", "_emap", "_temap", "_tcodes",
+    __slots__ = ("keys", "kind", "tol", "nonint", "ints", "inexact", "farr", "_codes", "_emap", "_temap", "_tcodes",
                  "_sig", "_num", "_ident", "_info")
 
     def __init__(self, values: Sequence[Any]):
         types_ = set(map(type, values))
         keys: Sequence[Any] | None = None
         self.kind = "other"
-        self.tol = self.nonint = self.ints = False
+        self.tol = self.nonint = self.ints = self.inexact = False
         self.farr: np.ndarray | None = None  # float64 of every value, for all-numeric columns
         if types_ <= {int}:
             keys = values
@@ -334,7 +335,7 @@ class _Col:
                         if values[i] != keys[i]:
                             keys[i] = values[i]
                             inexact = True
-                    self.tol, self.nonint = True, inexact or bool((~whole).any())
+                    self.tol, self.nonint, self.inexact = True, inexact or bool((~whole).any()), inexact
                 else:
                     keys = values
                     self.ints = int in types_
@@ -468,7 +469,11 @@ def _columns(rs: ResultSet) -> list[_Col]:
         return []
     if not rs.rows:
         return [_Col([]) for _ in rs.columns]
-    return [_Col(c) for c in zip(*rs.rows, strict=True)]
+    k = len(rs.columns)
+    if any(len(r) != k for r in rs.rows):
+        raise ValueError(f"rows must have {k} values")
+    # one list per column (``zip(*rows)`` is slow on many rows)
+    return [_Col([r[j] for r in rs.rows]) for j in range(k)]
 
 
 # --------------------------------------------------------------------------- snapping
@@ -495,6 +500,9 @@ def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
     as a fast first pass whose success proves equality).
     """
     if exact_only or _rigid(e, g, facts):
+        fast = _numeric_codes(e, g)
+        if fast is not None:
+            return _Snap(*fast, {})
         emap = e.emap()
         gcodes = np.fromiter(map(emap.get, g.keys, repeat(-1)), np.int64, len(g.keys))
         return _Snap(e.codes(), gcodes, {})
@@ -592,6 +600,41 @@ def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
             amb[row] = cands
             guess[row] = _nearest(E, Ecodes, lo[r], hi[r], G[r], cands)
     return _Snap(ecodes, gcodes, amb, guess)
+
+
+def _numeric_codes(e: _Col, g: _Col) -> tuple[np.ndarray, np.ndarray] | None:
+    """Key codes for two plain numeric columns by sorting (keys equal iff their doubles are)."""
+    if e.kind == "num" and g.kind in _NUMERIC_KINDS and not _decimal_keys(e) and not _decimal_keys(g):
+        a = e.farr
+        b = g.farr if g.kind == "num" else _int_array(g)
+    elif e.kind == "int" and g.kind in _NUMERIC_KINDS and not (g.kind == "num" and _decimal_keys(g)):
+        a = _int_array(e)
+        b = _int_array(g) if g.kind == "int" else g.farr
+        if a is not None and b is not None and b.dtype != a.dtype:
+            a = a.astype(np.float64) if np.all(np.abs(a) < 2**53) else None
+    else:
+        return None
+    if a is None or b is None:
+        return None
+    u, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
+    inv = inv.astype(np.int64, copy=False)
+    ce, cg = inv[: len(a)], inv[len(a):].copy()
+    present = np.zeros(len(u), dtype=bool)
+    present[ce] = True
+    cg[~present[cg]] = -1  # candidate values absent from the expected column
+    return ce, cg
+
+
+def _int_array(c: _Col) -> np.ndarray | None:
+    try:
+        return np.array(c.keys, dtype=np.int64) if c.keys else np.zeros(0, dtype=np.int64)
+    except OverflowError:
+        return None
+
+
+def _decimal_keys(c: _Col) -> bool:
+    """Does a numeric column keep an exact Decimal key (a double that is an inexact integer)?"""
+    return c.inexact
 
 
 def _nearest(E: np.ndarray, Ecodes: np.ndarray, lo: int, hi: int, g: float, cands) -> int:
@@ -1295,8 +1338,16 @@ def _fast_exact(expected: ResultSet, got: ResultSet, order_matters: bool) -> boo
     try:
         if order_matters:
             return expected.rows == got.rows
-        # dict equality (C) rather than Counter.__eq__ (a Python-level loop in 3.11)
-        return dict.__eq__(Counter(map(tuple, expected.rows)), Counter(map(tuple, got.rows)))
+        # hash every row, sort the hashes, then verify the rows paired by that order (a hash
+        # collision can only make this sufficient test fail, never pass wrongly)
+        n = len(expected.rows)
+        he = np.fromiter(map(hash, map(tuple, expected.rows)), np.int64, n)
+        hg = np.fromiter(map(hash, map(tuple, got.rows)), np.int64, n)
+        oe = np.argsort(he, kind="stable")
+        og = np.argsort(hg, kind="stable")
+        if not np.array_equal(he[oe], hg[og]):
+            return False
+        return all(map(operator.eq, map(expected.rows.__getitem__, oe.tolist()), map(got.rows.__getitem__, og.tolist())))
     except TypeError:  # unhashable values (LIST/STRUCT): full comparison
         return False
 

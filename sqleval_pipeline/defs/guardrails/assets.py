@@ -33,6 +33,9 @@ def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
     from sqleval_pipeline.guard.hostile import load_cases, run_suite
 
     logging.getLogger("sqleval_pipeline.guard").setLevel(logging.WARNING)
+    # hostile commands make sqlglot warn "falling back to parsing as a Command"; the filter
+    # refuses them anyway, so these warnings are noise on the console
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     manifest_dir = Path(sqleval.manifest_dir)
     pinned = snap.read_pinned(manifest_dir)
     if pinned is None:
