@@ -78,11 +78,10 @@ def _run(groups: list[str], run_config: dict | None = None, *, partition_key: st
 def _pinned():
     from sqleval_pipeline import snapshot as snap
 
-    pinned = snap.read_pinned(paths.SNAPSHOT_MANIFEST_DIR)
-    if pinned is None:
-        fail("no pinned snapshot (snapshots/pinned); run `sqleval snapshot build` first")
-    manifest = snap.SnapshotManifest.from_file(snap.manifest_path(paths.SNAPSHOT_MANIFEST_DIR, pinned))
-    return pinned, manifest, snap.serving_path(paths.home().snapshot_dir, pinned)
+    try:
+        return snap.pinned_snapshot(paths.SNAPSHOT_MANIFEST_DIR, paths.home().snapshot_dir)
+    except snap.SnapshotError as exc:
+        fail(str(exc))
 
 
 def _load_golden(path: Path):

@@ -48,11 +48,10 @@ def environment(home: paths.Home | None = None, *, manifest_dir: Path | None = N
                 decisions: Path | None = None) -> Environment:
     home = home or paths.home()
     manifest_dir = manifest_dir or paths.SNAPSHOT_MANIFEST_DIR
-    pinned = snap.read_pinned(manifest_dir)
-    if pinned is None:
-        raise EvaluationError("no pinned snapshot; run `sqleval build` (or `make demo`) first")
-    manifest = snap.SnapshotManifest.from_file(snap.manifest_path(manifest_dir, pinned))
-    serving = snap.serving_path(home.snapshot_dir, pinned)
+    try:
+        pinned, manifest, serving = snap.pinned_snapshot(manifest_dir, home.snapshot_dir)
+    except snap.SnapshotError as exc:
+        raise EvaluationError(str(exc)) from exc
     if not serving.exists():
         raise EvaluationError(f"serving snapshot {serving} is missing; run `sqleval build`")
     golden = load_golden(golden_dir or paths.GOLDEN_DIR)

@@ -17,18 +17,31 @@ Two readings, both always computed:
 >>> (c.exact, c.facts, c.column_map)
 (False, True, (2, 1))
 
-Value rules (both readings): whole numbers compare exactly; two non-integral numbers are
-equal within 5e-7 absolute or 1e-5 relative (``|a-b| <= max(5e-7, 1e-5*max(|a|,|b|))``); a
-whole number never equals a non-integral one (symmetric reading of "whole numbers compare
-exactly"). Decimal, int and float compare by value; a bool is not a number; NULL, 0, '' and
-false all differ; ``'4' != 4``; a date equals the timestamp at its midnight but not its ISO
-string; strings compare exactly after removing trailing whitespace. Got-the-facts
-additionally accepts, for a non-integral expected value, that value rounded half-up or
-half-even to 2 or more decimals. Non-integral values are compared at double precision;
-numbers nested inside LIST/STRUCT values compare exactly (no tolerance).
+Value rules (both readings): a *whole number* is an integer-typed value (a Python ``int``
+from an INTEGER/BIGINT/HUGEINT... column), not a DOUBLE or DECIMAL that happens to be
+integral. An integer-typed value equals another number only when they are exactly equal
+(``5 == 5.0 == Decimal('5.00')`` but ``5 != 5.0000001``: a count is right or wrong, on either
+side). Two DOUBLE/DECIMAL values, integral or not, are equal within 5e-7 absolute or 1e-5
+relative (``|a-b| <= max(5e-7, 1e-5*max(|a|,|b|))``), so ``Decimal('58920.00')`` equals
+``58920.000000000004``. A bool is not a number; NULL, 0, '' and false all differ;
+``'4' != 4``; a date equals the timestamp at its midnight but not its ISO string; strings
+compare exactly after removing trailing whitespace. Got-the-facts additionally accepts, for a
+non-integral expected value, that value rounded half-up or half-even to 2 or more decimals.
+DOUBLE/DECIMAL values are compared at double precision; numbers nested inside LIST/STRUCT
+values compare exactly (no tolerance).
 
-How multiset matching stays correct with a tolerance (which is not transitive)
-------------------------------------------------------------------------------
+How multiset matching stays correct and fast with a tolerance (which is not transitive)
+---------------------------------------------------------------------------------------
+First pass (exact rule): every row is hashed, the hashes sorted and the rows paired by that
+order verified with Python equality (sufficient: Python equality of plain DuckDB scalars
+implies compatibility). Then every column is coded by canonical key (numeric columns by
+sorting, others by dictionary); equal bags of row codes prove equality. Otherwise compatible
+rows must agree exactly on the *rigid* columns (where compatibility is key equality: no
+DOUBLE/DECIMAL on one side) and on the order tie group, so the compatibility graph splits
+into groups by those codes. Groups whose exact codes balance are matched; a group with one row
+per side is a forced pair checked value by value (vectorised); only larger unbalanced groups
+go through the tolerant machinery below, restricted to their rows.
+
 Each value gets a canonical *key* (exact equality modulo representation). Expected values of
 a column are coded by their distinct keys. Every candidate value is then *snapped* to the set
 of expected codes it is compatible with: by key for exact values, and by a sorted range search
@@ -80,13 +93,14 @@ REL_TOL = 1e-5
 MIN_ROUND_DECIMALS = 2
 ROUNDING_MODES = ("half_up", "half_even")
 #: bump by hand whenever a rule's *logic* changes (parameters are hashed automatically)
-RULE_REVISION = 1
+RULE_REVISION = 2  # 2: "whole number" means integer-typed (a whole DECIMAL/DOUBLE takes the tolerance)
 
 RULES: dict[str, Any] = {
     "revision": RULE_REVISION,
     "abs_tol": ABS_TOL,
     "rel_tol": REL_TOL,
-    "whole_numbers": "exact; a whole number never equals a non-integral one",
+    "whole_numbers": "integer-typed values (INTEGER/BIGINT/HUGEINT...) compare exactly with any number; "
+                     "DOUBLE/DECIMAL values, integral or not, compare with each other within the tolerance",
     "facts_rounding": {"min_decimals": MIN_ROUND_DECIMALS, "modes": list(ROUNDING_MODES)},
     "strings": "exact, case-sensitive, trailing whitespace ignored",
     "dates": "by value; date == timestamp at midnight; aware timestamps compared in UTC",
@@ -405,7 +419,7 @@ class _Col:
                 vals = self.farr
                 isint = np.fromiter((type(k) is int for k in self.keys), bool, n) if self.ints else np.zeros(n, bool)
                 nonint = ~isint & (vals != np.floor(vals))
-                if self.tol and not self.ints:
+                if self.inexact:
                     nonint |= np.fromiter((type(k) is Decimal for k in self.keys), bool, n)
                 self._info = (vals, ~isint, isint, nonint)
             elif self.kind in ("str", "date") or not (self.tol or self.ints):
@@ -470,7 +484,7 @@ def _columns(rs: ResultSet) -> list[_Col]:
     if not rs.rows:
         return [_Col([]) for _ in rs.columns]
     k = len(rs.columns)
-    if any(len(r) != k for r in rs.rows):
+    if set(map(len, rs.rows)) != {k}:
         raise ValueError(f"rows must have {k} values")
     # one list per column (``zip(*rows)`` is slow on many rows)
     return [_Col([r[j] for r in rs.rows]) for j in range(k)]

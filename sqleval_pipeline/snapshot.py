@@ -168,6 +168,17 @@ def read_pinned(manifest_dir: Path) -> str | None:
     return sid
 
 
+def pinned_snapshot(manifest_dir: Path, snapshot_dir: Path) -> tuple[str, SnapshotManifest, Path]:
+    """(id, manifest, serving file path) of the pinned snapshot; raises SnapshotError with what
+    to do when nothing is pinned."""
+    pinned = read_pinned(manifest_dir)
+    if pinned is None:
+        raise SnapshotError(f"no pinned snapshot in {manifest_dir}; run `sqleval build` "
+                            "(or materialize serving_snapshot)")
+    manifest = SnapshotManifest.from_file(manifest_path(manifest_dir, pinned))
+    return pinned, manifest, serving_path(snapshot_dir, pinned)
+
+
 def write_pinned(manifest_dir: Path, snapshot_id: str) -> None:
     (manifest_dir / PINNED_FILE).write_text(snapshot_id + "\n")
 

@@ -27,12 +27,8 @@ def golden_set(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     """Load and validate evals/golden/*.jsonl and re-run every reference (snapshot drift stops
     the evaluation with the cases named)."""
     golden = load_golden(Path(sqleval.golden_dir))
-    manifest_dir = Path(sqleval.manifest_dir)
-    pinned = snap.read_pinned(manifest_dir)
-    if pinned is None:
-        raise snap.SnapshotError("no pinned snapshot; materialize serving_snapshot first")
-    manifest = snap.SnapshotManifest.from_file(snap.manifest_path(manifest_dir, pinned))
-    serving = snap.serving_path(sqleval.home.snapshot_dir, pinned)
+    pinned, manifest, serving = snap.pinned_snapshot(Path(sqleval.manifest_dir),
+                                                     sqleval.home.snapshot_dir)
     drifts = verify_cases(golden.cases, serving, pinned, manifest.as_of)
     coverage = validate_coverage(golden.cases)
     yield dg.MaterializeResult(

@@ -36,12 +36,8 @@ def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
     # hostile commands make sqlglot warn "falling back to parsing as a Command"; the filter
     # refuses them anyway, so these warnings are noise on the console
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
-    manifest_dir = Path(sqleval.manifest_dir)
-    pinned = snap.read_pinned(manifest_dir)
-    if pinned is None:
-        raise snap.SnapshotError("no pinned snapshot; materialize serving_snapshot first")
-    manifest = snap.SnapshotManifest.from_file(snap.manifest_path(manifest_dir, pinned))
-    path = snap.serving_path(sqleval.home.snapshot_dir, pinned)
+    _pinned, manifest, path = snap.pinned_snapshot(Path(sqleval.manifest_dir),
+                                                   sqleval.home.snapshot_dir)
     suite = load_cases(None)
     report_path = sqleval.home.root / "reports" / "guardrails.json"
     with GuardedExecutor(path, as_of=manifest.as_of) as guard:
