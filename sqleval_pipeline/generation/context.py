@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import re
 from collections import Counter
@@ -98,24 +97,30 @@ class SchemaCatalog:
         return "\n\n".join(parts)
 
 
-def _dbt_descriptions(manifest_path: Path) -> dict[str, tuple[str, dict[str, str]]]:
-    if not manifest_path.exists():
-        return {}
-    data = json.loads(manifest_path.read_text())
-    out = {}
-    for node in data.get("nodes", {}).values():
-        if node.get("resource_type") == "model":
-            cols = {k: (v.get("description") or "").strip() for k, v in node.get("columns", {}).items()}
-            out[node["name"]] = (" ".join((node.get("description") or "").split()), cols)
+def dbt_descriptions(models_dir: Path | None = None) -> dict[str, tuple[str, dict[str, str]]]:
+    """Model and column descriptions from the dbt project's property files (``models/**/*.yml``).
+
+    Read straight from the YAML the analysts maintain, so no ``dbt parse`` is needed first.
+    """
+    import yaml
+
+    out: dict[str, tuple[str, dict[str, str]]] = {}
+    for f in sorted((models_dir or paths.DBT_PROJECT_DIR / "models").rglob("*.yml")):
+        doc = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
+        for model in doc.get("models") or []:
+            cols = {c["name"]: " ".join((c.get("description") or "").split())
+                    for c in model.get("columns") or [] if "name" in c}
+            out[model["name"]] = (" ".join((model.get("description") or "").split()), cols)
     return out
 
 
 def load_catalog(serving: Path, as_of: dt.date, *, sample_values: int = 3,
-                 manifest_path: Path | None = None) -> SchemaCatalog:
-    """Read tables, columns and sample values from a serving snapshot (read-only)."""
+                 models_dir: Path | None = None) -> SchemaCatalog:
+    """Read tables, columns and sample values from a serving snapshot (read-only), with the
+    dbt descriptions of the served models."""
     from sqleval_pipeline.snapshot import open_readonly
 
-    descriptions = _dbt_descriptions(manifest_path or paths.DBT_PROJECT_DIR / "target" / "manifest.json")
+    descriptions = dbt_descriptions(models_dir)
     con = open_readonly(serving)
     try:
         names = [r[0] for r in con.execute(
