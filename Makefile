@@ -35,7 +35,7 @@ test: $(STAMP)
 ui: $(STAMP)
 	@mkdir -p $(SQLEVAL_HOME)/dagster_home
 	@test -f $(SQLEVAL_HOME)/dagster_home/dagster.yaml || printf 'telemetry:\n  enabled: false\n' > $(SQLEVAL_HOME)/dagster_home/dagster.yaml
-	DAGSTER_HOME=$(SQLEVAL_HOME)/dagster_home $(BIN)/dagster dev -w workspace.yaml
+	PATH=$(CURDIR)/$(BIN):$$PATH DAGSTER_HOME=$(SQLEVAL_HOME)/dagster_home $(BIN)/dagster dev -w workspace.yaml
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -1334,7 +1334,31 @@ _DUCK_SCALAR = re.compile(
 )
 
 
-def _fast_exact(expected: ResultSet, got: ResultSet, order_matters: bool) -> bool:
+def _row_hashes(rows: list[list[Any]]) -> np.ndarray:
+    """Python hash of every row: rows equal under Python equality hash equal (collisions are
+    possible and harmless: every pairing made by hash is verified with Python equality)."""
+    return np.fromiter(map(hash, map(tuple, rows)), np.int64, len(rows))
+
+
+@dataclass
+class _Fast:
+    """Outcome of the raw-row pass: ``ok`` proves the exact rule; otherwise, when available,
+    ``res_e``/``res_g`` are the rows *not* paired with a Python-equal row of the other side."""
+
+    ok: bool
+    res_e: np.ndarray | None = None
+    res_g: np.ndarray | None = None
+
+
+def _scalar_types(expected: ResultSet, got: ResultSet) -> bool:
+    for te, tg in zip(expected.types, got.types, strict=True):
+        te, tg = te.upper().strip(), tg.upper().strip()
+        if not (_DUCK_SCALAR.match(te) and _DUCK_SCALAR.match(tg)) or (te == "BOOLEAN") != (tg == "BOOLEAN"):
+            return False
+    return True
+
+
+def _fast_exact(expected: ResultSet, got: ResultSet, order_matters: bool) -> _Fast:
     """Cheap sufficient test for the exact rule: equal bags of raw rows under Python equality.
 
     Python equality of scalars agrees with the rules (Decimal/int/float by value, NULL only
@@ -1342,28 +1366,237 @@ def _fast_exact(expected: ResultSet, got: ResultSet, order_matters: bool) -> boo
     used only when the declared DuckDB types are plain scalars and BOOLEAN columns face
     BOOLEAN columns. Anything it rejects (NaN, trailing spaces, noise, dates vs timestamps...)
     goes through the full comparison.
+
+    Rows are hashed, both sides sorted by hash and the rows paired by rank within equal hashes;
+    every pair is verified with Python equality, so a hash collision can only leave rows
+    unpaired (in the residue), never pass wrongly. On failure the unpaired rows are returned.
     """
     if len(expected.columns) != len(got.columns) or len(expected.rows) != len(got.rows):
-        return False
-    for te, tg in zip(expected.types, got.types, strict=True):
-        te, tg = te.upper().strip(), tg.upper().strip()
-        if not (_DUCK_SCALAR.match(te) and _DUCK_SCALAR.match(tg)) or (te == "BOOLEAN") != (tg == "BOOLEAN"):
-            return False
+        return _Fast(False)
+    if not _scalar_types(expected, got):
+        return _Fast(False)
+    erows, grows = expected.rows, got.rows
     try:
         if order_matters:
-            return expected.rows == got.rows
-        # hash every row, sort the hashes, then verify the rows paired by that order (a hash
-        # collision can only make this sufficient test fail, never pass wrongly)
-        n = len(expected.rows)
-        he = np.fromiter(map(hash, map(tuple, expected.rows)), np.int64, n)
-        hg = np.fromiter(map(hash, map(tuple, got.rows)), np.int64, n)
-        oe = np.argsort(he, kind="stable")
-        og = np.argsort(hg, kind="stable")
-        if not np.array_equal(he[oe], hg[og]):
-            return False
-        return all(map(operator.eq, map(expected.rows.__getitem__, oe.tolist()), map(got.rows.__getitem__, og.tolist())))
+            return _Fast(erows == grows)
+        he = _row_hashes(erows)
+        hg = _row_hashes(grows)
     except TypeError:  # unhashable values (LIST/STRUCT): full comparison
-        return False
+        return _Fast(False)
+    n = len(erows)
+    oe = np.argsort(he)  # any order among equal hashes: pairs are verified below
+    og = np.argsort(hg)
+    se, sg = he[oe], hg[og]
+    # partner[i]: the candidate row paired with expected row i (-1: unpaired); rows are then
+    # verified in expected order (sequential access to the expected rows)
+    partner = np.full(n, -1, dtype=np.int64)
+    if np.array_equal(se, sg):
+        partner[oe] = og
+        ug = np.zeros(0, dtype=np.int64)
+    else:
+        # pair the k-th row of a hash value on one side with the k-th on the other
+        rank = np.arange(n) - np.searchsorted(se, se, side="left")
+        lo = np.searchsorted(sg, se, side="left")
+        paired = rank < np.searchsorted(sg, se, side="right") - lo
+        gpos = lo[paired] + rank[paired]
+        partner[oe[paired]] = og[gpos]
+        gmask = np.ones(n, dtype=bool)
+        gmask[gpos] = False
+        ug = og[gmask]
+    pe = np.flatnonzero(partner >= 0)
+    full = len(pe) == n
+    le = erows if full else list(map(erows.__getitem__, pe.tolist()))
+    pg = partner[pe] if not full else partner
+    lg = list(map(grows.__getitem__, pg.tolist()))
+    try:
+        same = le == lg
+    except TypeError:  # pragma: no cover - incomparable values
+        return _Fast(False)
+    if same and full:
+        return _Fast(True)
+    ue = np.flatnonzero(partner < 0)
+    if not same:
+        bad = np.fromiter(map(operator.ne, le, lg), bool, len(le))
+        ue = np.concatenate([ue, pe[bad]])
+        ug = np.concatenate([ug, pg[bad]])
+    return _Fast(False, np.sort(ue), np.sort(ug))
+
+
+# --------------------------------------------------------------------------- residue path
+#
+# When the raw-row pass fails on a large result, most rows are usually paired with a
+# Python-equal row (hence a compatible one) and only a few are left over. Removing identical
+# pairs is *not* safe by itself under a (non-transitive) tolerance, so the residue is closed
+# first: rows are kept when, on a few *rigid* columns (plain int / str / date values on both
+# sides, where compatibility is plain equality), their value is one of the residue's values.
+# The kept set contains the residue, is closed under compatibility (compatible rows agree on
+# rigid columns) and under the identical pairing (paired rows are equal), so the rows left out
+# are perfectly matched among themselves and share no edge with the kept rows: the exact
+# verdict on the kept rows is the verdict on the whole result.
+
+#: results with fewer rows go straight to the full comparison
+_RESIDUE_MIN_ROWS = 2_000
+#: give up on the residue path when the residue exceeds this fraction of the rows
+_RESIDUE_MAX_FRACTION = 0.05
+#: rigid columns examined at most when closing the residue
+_RESIDUE_FILTER_COLUMNS = 4
+#: candidate rows sampled to refute a column pair in the got-the-facts column search
+_FACTS_SAMPLES = 48
+
+_INT_DUCK = re.compile(r"^(BIGINT|INTEGER|INT|INT8|INT4|SMALLINT|TINYINT|HUGEINT|UBIGINT|UINTEGER|USMALLINT|UTINYINT|UHUGEINT)$")
+
+
+def _filter_keys_ok(ecol: list[Any], gcol: list[Any]) -> bool:
+    """Is compatibility in this column plain Python equality (so a set lookup finds partners)?"""
+    types_ = set(map(type, ecol)) | set(map(type, gcol))
+    types_.discard(_NoneType)
+    if types_ <= {int} or types_ == {_dt.date}:
+        return True
+    if types_ == {str}:
+        joined = "\x00".join(v for v in itertools.chain(ecol, gcol) if v is not None)
+        return not _TRAILING_WS.search(joined)
+    return False
+
+
+def _close_residue(expected: ResultSet, got: ResultSet, res_e: np.ndarray, res_g: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Rows (expected, candidate) kept with the residue; None when no rigid column narrows it."""
+    n = len(expected.rows)
+    erows, grows = expected.rows, got.rows
+    target = 4 * (len(res_e) + len(res_g)) + 64
+
+    def rank(j: int) -> int:
+        t = expected.types[j].upper().strip()
+        return 0 if _INT_DUCK.match(t) else 1 if t in ("VARCHAR", "TEXT", "STRING") else 2 if t == "DATE" else 3
+
+    kept_e: np.ndarray | None = None
+    kept_g: np.ndarray | None = None
+    used = 0
+    for j in sorted(range(len(expected.columns)), key=lambda j: (rank(j), j)):
+        if used >= _RESIDUE_FILTER_COLUMNS or rank(j) == 3:
+            break
+        if kept_e is None:
+            ecol = [r[j] for r in erows]
+            gcol = [r[j] for r in grows]
+        else:
+            ecol = [erows[i][j] for i in kept_e.tolist()]
+            gcol = [grows[i][j] for i in kept_g.tolist()]
+        used += 1
+        if not _filter_keys_ok(ecol, gcol) if kept_e is None else not _filter_keys_ok(
+                [r[j] for r in erows], [r[j] for r in grows]):
+            continue
+        keys = {erows[i][j] for i in res_e.tolist()} | {grows[i][j] for i in res_g.tolist()}
+        me = np.fromiter(map(keys.__contains__, ecol), bool, len(ecol))
+        mg = np.fromiter(map(keys.__contains__, gcol), bool, len(gcol))
+        kept_e = np.flatnonzero(me) if kept_e is None else kept_e[me]
+        kept_g = np.flatnonzero(mg) if kept_g is None else kept_g[mg]
+        if len(kept_e) + len(kept_g) <= target:
+            break
+    if kept_e is None or len(kept_e) > n // 2:
+        return None
+    return kept_e, kept_g
+
+
+def _subset(rs: ResultSet, idx: np.ndarray) -> ResultSet:
+    return ResultSet(columns=rs.columns, types=rs.types, rows=[rs.rows[i] for i in idx.tolist()])
+
+
+def _refuted(ec: _Col, ys: list[Any]) -> bool:
+    """Is some candidate value in ``ys`` without any partner in ``ec`` under the column
+    signature test (:func:`_compatible`)? True proves ``_compatible(ec, gc)`` is False for
+    every candidate column ``gc`` holding the values ``ys``."""
+    nonnum = ec.signature()[2]
+    num = ec.numeric()
+    for y in ys:
+        k = canonical_key(y)
+        if not _is_num(k):
+            if k not in nonnum:
+                return True  # the non-numeric key multisets differ
+            continue
+        try:
+            f = float(k)
+        except (OverflowError, ValueError):
+            continue
+        if not math.isfinite(f):
+            continue
+        # any number within the widest pairing bound of _num_compatible lies in this window
+        w = (ABS_TOL + REL_TOL * (3 * abs(f) + 1.02)) * 1.001 + 0.0051
+        a = num[np.searchsorted(num, f - w, side="left"): np.searchsorted(num, f + w, side="right")]
+        bound = np.maximum(ABS_TOL, REL_TOL * (np.maximum(np.abs(a), abs(f)) + 0.02)) * 1.001 + 0.005 * (1 + 1e-9)
+        if not np.any(np.abs(a - f) <= bound):
+            return True  # sorted pairing cannot pair this value: _num_compatible fails
+    return False
+
+
+def _facts_missing_column(expected: ResultSet, got: ResultSet, res_e: np.ndarray, res_g: np.ndarray) -> str | None:
+    """The message of a ``missing_column`` got-the-facts failure, or None when it is not one.
+
+    A column whose residue values are the same multiset of keys on both sides holds the same
+    values as its candidate column overall (the other rows are identical pairs), so it has a
+    compatible candidate. Every other expected column is checked against every candidate
+    column: refuted cheaply on sampled candidate values, else by the full signature test, as
+    :func:`_compare_facts` does. The first column without a candidate is reported.
+    """
+    k = len(expected.columns)
+    if len(got.columns) != k:
+        return None
+    erows, grows = expected.rows, got.rows
+    n = len(grows)
+    samples = sorted(set(np.linspace(0, n - 1, min(n, _FACTS_SAMPLES)).astype(np.int64).tolist()))
+    gcols: dict[int, _Col] = {}
+    for i in range(k):
+        re_ = Counter(canonical_key(erows[r][i]) for r in res_e.tolist())
+        rg_ = Counter(canonical_key(grows[r][i]) for r in res_g.tolist())
+        if re_ == rg_:
+            continue  # same values as candidate column i
+        ec = _Col([r[i] for r in erows])
+        for j in range(k):
+            if _refuted(ec, [grows[r][j] for r in samples]):
+                continue
+            gc = gcols.get(j)
+            if gc is None:
+                gc = gcols[j] = _Col([r[j] for r in grows])
+            if _compatible(ec, gc):
+                break
+        else:
+            sample = ", ".join(dict.fromkeys(_fmt(r[i]) for r in erows[:5]))
+            return (f"no candidate column holds the values of expected column {expected.columns[i]!r}"
+                    f" (e.g. {sample})")
+    return None
+
+
+def _compare_residue(expected: ResultSet, got: ResultSet, fast: _Fast) -> Comparison | None:
+    """Both readings from the residue of the raw-row pass (None: use the full comparison)."""
+    assert fast.res_e is not None and fast.res_g is not None
+    n = len(expected.rows)
+    if n < _RESIDUE_MIN_ROWS or len(fast.res_e) > _RESIDUE_MAX_FRACTION * n or not len(expected.columns):
+        return None
+    kept = _close_residue(expected, got, fast.res_e, fast.res_g)
+    if kept is None:
+        return None
+    sub_e, sub_g = _subset(expected, kept[0]), _subset(got, kept[1])
+    ecols, gcols = _columns(sub_e), _columns(sub_g)
+    exact, exact_reason, exact_msg = _compare_exact(sub_e, sub_g, ecols, gcols, None)
+    if exact:
+        return Comparison(True, True, "match", "match", tuple(range(len(ecols))), None)
+    facts_msg = _facts_missing_column(expected, got, fast.res_e, fast.res_g)
+    if facts_msg is None:
+        # got-the-facts needs the full column search
+        facts, facts_reason, facts_msg, cmap = _compare_facts(expected, got, _columns(expected), _columns(got), None)
+    else:
+        facts, facts_reason, cmap = False, "missing_column", None
+    return _comparison(False, facts, exact_reason, facts_reason, cmap, exact_msg, facts_msg)
+
+
+def _comparison(exact: bool, facts: bool, exact_reason: str, facts_reason: str, cmap, exact_msg, facts_msg
+                ) -> Comparison:
+    if facts:
+        msg = f"exact: {exact_msg}; got-the-facts passes with columns {list(cmap or ())}"
+    elif exact_msg == facts_msg or facts_msg is None:
+        msg = exact_msg
+    else:
+        msg = f"exact: {exact_msg}; got-the-facts: {facts_msg}"
+    return Comparison(False, facts, exact_reason, facts_reason, cmap, msg)
 
 
 def compare(
@@ -1391,8 +1624,13 @@ def compare(
 
 
 def _compare(expected: ResultSet, got: ResultSet, order_matters: bool, order_keys: Sequence[str]) -> Comparison:
-    if _fast_exact(expected, got, order_matters):
+    fast = _fast_exact(expected, got, order_matters)
+    if fast.ok:
         return Comparison(True, True, "match", "match", tuple(range(len(expected.columns))), None)
+    if fast.res_e is not None:
+        c = _compare_residue(expected, got, fast)
+        if c is not None:
+            return c
     ecols = _columns(expected)
     gcols = _columns(got)
     seg = _segments(expected, ecols, order_keys) if order_matters else None
@@ -1402,13 +1640,7 @@ def _compare(expected: ResultSet, got: ResultSet, order_matters: bool, order_key
     if exact:
         return Comparison(True, True, "match", "match", tuple(range(len(ecols))), None)
     facts, facts_reason, facts_msg, cmap = _compare_facts(expected, got, ecols, gcols, seg)
-    if facts:
-        msg = f"exact: {exact_msg}; got-the-facts passes with columns {list(cmap or ())}"
-    elif exact_msg == facts_msg or facts_msg is None:
-        msg = exact_msg
-    else:
-        msg = f"exact: {exact_msg}; got-the-facts: {facts_msg}"
-    return Comparison(False, facts, exact_reason, facts_reason, cmap, msg)
+    return _comparison(False, facts, exact_reason, facts_reason, cmap, exact_msg, facts_msg)
 
 
 def compare_any(

@@ -44,9 +44,10 @@ def dbt_executable() -> str:
     return str(exe) if exe.exists() else "dbt"
 
 
-def prepare_manifest(project: DbtProject) -> Path:
-    """Run ``dbt parse`` when the manifest is missing (tests, CLI, ``definitions validate``)."""
-    if not project.manifest_path.exists():
+def prepare_manifest(project: DbtProject, *, force: bool = False) -> Path:
+    """Run ``dbt parse`` (with the venv's dbt) when the manifest is missing, or always when
+    ``force`` (under ``dagster dev``, so model edits show up on reload)."""
+    if force or not project.manifest_path.exists():
         proc = subprocess.run(
             [dbt_executable(), "parse", "--quiet", "--project-dir", str(project.project_dir),
              "--profiles-dir", str(project.profiles_dir)],
@@ -61,9 +62,12 @@ def prepare_manifest(project: DbtProject) -> Path:
 
 @cache
 def dbt_project() -> DbtProject:
+    from dagster_dbt.dbt_project import using_dagster_dev
+
     project = DbtProject(project_dir=paths.DBT_PROJECT_DIR, profiles_dir=paths.DBT_PROJECT_DIR)
-    project.prepare_if_dev()
-    prepare_manifest(project)
+    # not project.prepare_if_dev(): its preparer looks for `dbt` on PATH, which is not there
+    # when the venv is not activated (as under `make ui`)
+    prepare_manifest(project, force=using_dagster_dev())
     return project
 
 
