@@ -261,6 +261,41 @@ def golden_verify(golden: GoldenPath = paths.GOLDEN_DIR) -> None:
                   f"{pinned} in {time.perf_counter() - started:.1f} s")
 
 
+@golden_app.command("add")
+def golden_add(
+    question: Annotated[str, typer.Option(help="The question as the user asked it")],
+    sql: Annotated[Optional[str], typer.Option(help="Corrected reference SQL (omit: unverified case)")] = None,
+    difficulty: Annotated[str, typer.Option(help="simple_aggregate, filtered_aggregate, multi_condition, time_window, top_k or trap")] = "filtered_aggregate",
+    band: Annotated[str, typer.Option(help="answerable, needs_definition or should_refuse")] = "answerable",
+    cluster: Annotated[str, typer.Option(help="Group of related questions, e.g. the fact table")] = "orders",
+    split: Annotated[str, typer.Option(help="dev or heldout")] = "dev",
+    order_matters: Annotated[bool, typer.Option("--order-matters")] = False,
+    traps: Annotated[Optional[str], typer.Option(help="Comma-separated trap names")] = None,
+    case_id: Annotated[Optional[str], typer.Option("--id", help="Default: the next free id")] = None,
+    source: Annotated[str, typer.Option(help="Where the case came from")] = "production wrong-answer report",
+    author: Annotated[str, typer.Option(help="Who wrote the reference SQL")] = "unknown",
+    reviewer: Annotated[Optional[str], typer.Option(help="Reviewer; without one the case stays unverified")] = None,
+    file: Annotated[Path, typer.Option("--file", help="Golden file to append to")] = paths.GOLDEN_DIR / "commerce.jsonl",
+) -> None:
+    """Turn a production wrong-answer report into a golden case: question + corrected SQL →
+    frozen expected result, appended to the domain file."""
+    from sqleval_pipeline.golden.growth import GrowthError, add_case
+
+    pinned, manifest, serving = _pinned()
+    try:
+        case = add_case(file, question=question, sql=sql, difficulty=difficulty, band=band,
+                        cluster=cluster, serving=serving, snapshot_id=pinned, as_of=manifest.as_of,
+                        split=split, order_matters=order_matters,
+                        traps=[t.strip() for t in traps.split(",")] if traps else None,
+                        case_id=case_id, source=source, author=author, reviewer=reviewer)
+    except Exception as exc:  # GrowthError, FreezeError, GoldenError: all name what to fix
+        fail(f"{type(exc).__name__}: {exc}" if not isinstance(exc, GrowthError) else str(exc))
+    rows = len(case.expected.rows) if case.expected else 0
+    console.print(f"added [bold]{case.id}[/] ({case.status}) to {file}: "
+                  + (f"{rows} expected row(s) frozen on {pinned}" if case.expected else
+                     "no reference SQL yet: it runs with an execution-only score until reviewed"))
+
+
 @golden_app.command("stats")
 def golden_stats(golden: GoldenPath = paths.GOLDEN_DIR,
                  as_json: Annotated[bool, typer.Option("--json")] = False) -> None:

@@ -1,0 +1,54 @@
+import shutil
+
+import pytest
+
+from sqleval_pipeline import paths
+from sqleval_pipeline.golden import load_golden
+from sqleval_pipeline.golden.growth import GrowthError, add_case
+
+
+@pytest.fixture()
+def golden_file(tmp_path):
+    p = tmp_path / "commerce.jsonl"
+    shutil.copy(paths.GOLDEN_DIR / "commerce.jsonl", p)
+    return p
+
+
+def add(golden_file, serving_snapshot, **kw):
+    return add_case(golden_file, serving=serving_snapshot.path, snapshot_id=serving_snapshot.snapshot_id,
+                    as_of=serving_snapshot.manifest.as_of, **kw)
+
+
+def test_a_wrong_answer_report_becomes_a_frozen_case(golden_file, serving_snapshot):
+    before = len(load_golden(golden_file))
+    case = add(golden_file, serving_snapshot,
+               question="How many wallet orders were returned?",
+               sql="SELECT count(*) AS orders FROM fct_orders WHERE payment_method = 'wallet' AND status = 'returned'",
+               difficulty="filtered_aggregate", band="answerable", cluster="orders",
+               author="analyst", reviewer="lead")
+    gs = load_golden(golden_file)
+    assert len(gs) == before + 1
+    assert case.id == "com-069" and case.status == "verified"
+    assert case.expected.types == ["BIGINT"] and case.expected.rows[0][0] > 0
+    assert gs.by_id()["com-069"].snapshot_id == serving_snapshot.snapshot_id
+
+
+def test_without_sql_or_reviewer_the_case_is_unverified(golden_file, serving_snapshot):
+    case = add(golden_file, serving_snapshot, question="Which city grew fastest?", sql=None,
+               difficulty="top_k", band="answerable", cluster="customers")
+    assert case.status == "unverified" and case.expected is None
+
+
+def test_sql_that_the_snapshot_cannot_serve_is_refused_and_nothing_is_written(golden_file, serving_snapshot):
+    text = golden_file.read_text()
+    with pytest.raises(GrowthError, match="qualifier_not_allowed|table_not_allowed"):
+        add(golden_file, serving_snapshot, question="Average salary?",
+            sql="SELECT avg(annual_ctc_inr) FROM hr.salaries", difficulty="simple_aggregate",
+            band="answerable", cluster="x", reviewer="lead")
+    assert golden_file.read_text() == text
+
+
+def test_duplicate_ids_are_refused(golden_file, serving_snapshot):
+    with pytest.raises(GrowthError, match="already exists"):
+        add(golden_file, serving_snapshot, question="How many orders?", sql="SELECT count(*) FROM fct_orders",
+            difficulty="simple_aggregate", band="answerable", cluster="orders", case_id="com-001")
