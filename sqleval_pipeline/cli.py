@@ -359,6 +359,14 @@ def _show_evaluation(partition_key: str, *, markdown: Path | None = None) -> boo
         render_gate(g, console)
         md += [diff_markdown(d), gate_markdown(g)]
         passed = g.passed
+    if (folder / "calibrated_refusal.json").exists():
+        from sqleval_pipeline.scoring import CalibratedRefusal
+
+        cr = CalibratedRefusal.model_validate_json((folder / "calibrated_refusal.json").read_text())
+        line = (f"calibrated refusal (strict {cr.strict_config} vs permissive {cr.permissive_config}, "
+                f"{len(cr.declined_cases)} declined answerable case(s)): {cr.verdict}")
+        console.print(line)
+        md.append(f"## Calibrated refusal\n\n{line}")
     if markdown:
         markdown.parent.mkdir(parents=True, exist_ok=True)
         markdown.write_text("\n\n".join(md) + "\n")

@@ -266,7 +266,7 @@ def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
     Returns ``(diff, gate_result, baseline_key)``; ``(None, None, reason)`` when there is no
     baseline to compare with.
     """
-    from sqleval_pipeline.scoring import diff, gate, load_decisions
+    from sqleval_pipeline.scoring import calibrated_refusal, diff, gate, load_decisions
 
     base_name = loaded.config.baseline
     if not base_name:
@@ -278,6 +278,12 @@ def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
     base_card, base_batch = latest_scorecard(env, base_loaded.partition_key)
     if base_card is None:
         return None, None, f"baseline {base_loaded.partition_key} has no scorecard yet; evaluate it first"
+    if base_card.grader_version != card.grader_version:
+        # The baseline was graded under other rules. Its attempts and executions are stored, so
+        # re-grade them under the current grader (no model calls) rather than compare metrics
+        # that mean different things.
+        stage_grades(env, base_batch)
+        base_card = stage_scorecard(env, base_loaded, base_batch)
     comparison = diff(base_card, card)
     result = gate(base_card, card, load_decisions(env.decisions),
                   fail_on_case_regression=fail_on_case_regression, comparison=comparison)
@@ -285,6 +291,9 @@ def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
                          comparison.model_dump(mode="json"))
     env.store.write_json(batch.partition_key, batch.batch_id, "gate.json",
                          result.model_dump(mode="json"))
+    # SPEC §5 calibrated refusal: do the stricter configuration's refusals earn their keep?
+    env.store.write_json(batch.partition_key, batch.batch_id, "calibrated_refusal.json",
+                         calibrated_refusal(base_card, card).model_dump(mode="json"))
     return comparison, result, base_loaded.partition_key
 
 

@@ -1334,10 +1334,35 @@ _DUCK_SCALAR = re.compile(
 )
 
 
-def _row_hashes(rows: list[list[Any]]) -> np.ndarray:
-    """Python hash of every row: rows equal under Python equality hash equal (collisions are
-    possible and harmless: every pairing made by hash is verified with Python equality)."""
-    return np.fromiter(map(hash, map(tuple, rows)), np.int64, len(rows))
+def _hashes(items: list[Any]) -> np.ndarray:
+    """Python hash of every item (equal items hash equal; collisions are possible and harmless:
+    every pairing made by hash is verified with Python equality)."""
+    return np.fromiter(map(hash, items), np.int64, len(items))
+
+
+def _duplicated(h: np.ndarray) -> np.ndarray:
+    s = np.sort(h)
+    return s[1:][s[1:] == s[:-1]]
+
+
+def _row_hashes(erows: list[list[Any]], grows: list[list[Any]]) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """A hash per row that Python-equal rows share, plus the leading column of each side.
+
+    The leading column is hashed first; only rows whose leading value's hash repeats (on
+    either side) are hashed in full, so a result keyed by its first column costs one column.
+    """
+    e0 = [r[0] for r in erows]
+    g0 = [r[0] for r in grows]
+    he0, hg0 = _hashes(e0), _hashes(g0)
+    he, hg = he0, hg0
+    dup = np.union1d(_duplicated(he), _duplicated(hg))
+    if len(dup):
+        he, hg = he.copy(), hg.copy()
+        for h, rows in ((he, erows), (hg, grows)):
+            idx = np.flatnonzero(np.isin(h, dup))
+            if len(idx):  # a function of the row alone: equal rows get the same treatment
+                h[idx] = _hashes(list(map(tuple, map(rows.__getitem__, idx.tolist()))))
+    return he, hg, (e0, g0, he0, hg0)
 
 
 @dataclass
@@ -1348,6 +1373,7 @@ class _Fast:
     ok: bool
     res_e: np.ndarray | None = None
     res_g: np.ndarray | None = None
+    lead: tuple | None = None  # leading column of each side and the hashes of its values
 
 
 def _scalar_types(expected: ResultSet, got: ResultSet) -> bool:
@@ -1376,11 +1402,12 @@ def _fast_exact(expected: ResultSet, got: ResultSet, order_matters: bool) -> _Fa
     if not _scalar_types(expected, got):
         return _Fast(False)
     erows, grows = expected.rows, got.rows
+    if not erows or not expected.columns:
+        return _Fast(erows == grows)
     try:
         if order_matters:
             return _Fast(erows == grows)
-        he = _row_hashes(erows)
-        hg = _row_hashes(grows)
+        he, hg, lead = _row_hashes(erows, grows)
     except TypeError:  # unhashable values (LIST/STRUCT): full comparison
         return _Fast(False)
     n = len(erows)
@@ -1403,23 +1430,24 @@ def _fast_exact(expected: ResultSet, got: ResultSet, order_matters: bool) -> _Fa
         gmask = np.ones(n, dtype=bool)
         gmask[gpos] = False
         ug = og[gmask]
-    pe = np.flatnonzero(partner >= 0)
-    full = len(pe) == n
-    le = erows if full else list(map(erows.__getitem__, pe.tolist()))
-    pg = partner[pe] if not full else partner
-    lg = list(map(grows.__getitem__, pg.tolist()))
+    ue = np.flatnonzero(partner < 0)
+    if len(ue):  # an unpaired expected row is compared with itself below
+        both = grows + erows
+        partner[ue] = n + ue
+        lg = list(map(both.__getitem__, partner.tolist()))
+    else:
+        lg = list(map(grows.__getitem__, partner.tolist()))
     try:
-        same = le == lg
+        same = erows == lg
     except TypeError:  # pragma: no cover - incomparable values
         return _Fast(False)
-    if same and full:
+    if same and not len(ue):
         return _Fast(True)
-    ue = np.flatnonzero(partner < 0)
     if not same:
-        bad = np.fromiter(map(operator.ne, le, lg), bool, len(le))
-        ue = np.concatenate([ue, pe[bad]])
-        ug = np.concatenate([ug, pg[bad]])
-    return _Fast(False, np.sort(ue), np.sort(ug))
+        bad = np.flatnonzero(np.fromiter(map(operator.ne, erows, lg), bool, n))
+        ue = np.concatenate([ue, bad])
+        ug = np.concatenate([ug, partner[bad]])
+    return _Fast(False, np.sort(ue), np.sort(ug), lead)
 
 
 # --------------------------------------------------------------------------- residue path
@@ -1458,8 +1486,8 @@ def _filter_keys_ok(ecol: list[Any], gcol: list[Any]) -> bool:
     return False
 
 
-def _close_residue(expected: ResultSet, got: ResultSet, res_e: np.ndarray, res_g: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray] | None:
+def _close_residue(expected: ResultSet, got: ResultSet, res_e: np.ndarray, res_g: np.ndarray,
+                   lead: tuple | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Rows (expected, candidate) kept with the residue; None when no rigid column narrows it."""
     n = len(expected.rows)
     erows, grows = expected.rows, got.rows
@@ -1471,20 +1499,27 @@ def _close_residue(expected: ResultSet, got: ResultSet, res_e: np.ndarray, res_g
 
     kept_e: np.ndarray | None = None
     kept_g: np.ndarray | None = None
+    if lead is not None and _filter_keys_ok(lead[0], lead[1]):
+        # the leading column by hash (a superset of equal values: still closed)
+        keys_h = np.concatenate([lead[2][res_e], lead[3][res_g]])
+        kept_e = np.flatnonzero(np.isin(lead[2], keys_h))
+        kept_g = np.flatnonzero(np.isin(lead[3], keys_h))
+        if len(kept_e) + len(kept_g) <= target:
+            return (kept_e, kept_g) if len(kept_e) <= n // 2 else None
     used = 0
     for j in sorted(range(len(expected.columns)), key=lambda j: (rank(j), j)):
         if used >= _RESIDUE_FILTER_COLUMNS or rank(j) == 3:
             break
-        if kept_e is None:
-            ecol = [r[j] for r in erows]
-            gcol = [r[j] for r in grows]
-        else:
-            ecol = [erows[i][j] for i in kept_e.tolist()]
-            gcol = [grows[i][j] for i in kept_g.tolist()]
-        used += 1
-        if not _filter_keys_ok(ecol, gcol) if kept_e is None else not _filter_keys_ok(
-                [r[j] for r in erows], [r[j] for r in grows]):
+        if j == 0 and lead is not None:
             continue
+        ecol = [r[j] for r in erows]
+        gcol = [r[j] for r in grows]
+        used += 1
+        if not _filter_keys_ok(ecol, gcol):
+            continue
+        if kept_e is not None:
+            ecol = [ecol[i] for i in kept_e.tolist()]
+            gcol = [gcol[i] for i in kept_g.tolist()]
         keys = {erows[i][j] for i in res_e.tolist()} | {grows[i][j] for i in res_g.tolist()}
         me = np.fromiter(map(keys.__contains__, ecol), bool, len(ecol))
         mg = np.fromiter(map(keys.__contains__, gcol), bool, len(gcol))
@@ -1571,7 +1606,7 @@ def _compare_residue(expected: ResultSet, got: ResultSet, fast: _Fast) -> Compar
     n = len(expected.rows)
     if n < _RESIDUE_MIN_ROWS or len(fast.res_e) > _RESIDUE_MAX_FRACTION * n or not len(expected.columns):
         return None
-    kept = _close_residue(expected, got, fast.res_e, fast.res_g)
+    kept = _close_residue(expected, got, fast.res_e, fast.res_g, fast.lead)
     if kept is None:
         return None
     sub_e, sub_g = _subset(expected, kept[0]), _subset(got, kept[1])

@@ -114,3 +114,22 @@ def test_nightly_schedule_requests_fresh_batches_for_active_configurations():
         assert {r.partition_key for r in requests} == active
         assert all(r.run_config["ops"]["eval_attempts"]["config"]["batch"] == "new" for r in requests)
         assert all(r.run_key.startswith("nightly:2026-12-01:") for r in requests)
+
+
+def test_a_baseline_graded_by_an_older_grader_is_regraded_not_compared(env):
+    from sqleval_pipeline.records import save_records
+    from sqleval_pipeline.scoring import load_scorecard
+
+    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    cur = load_config(paths.EVALS_DIR / "configs" / "baseline_curated.yaml")
+    ids = ["com-012", "com-001"]
+    first = ev.evaluate(env, raw, case_ids=ids)
+    folder = env.store.batch_dir(raw.partition_key, first.batch.batch_id)
+    old = [g.model_copy(update={"grader_version": "r0-old"}) for g in load_records(folder / "grades.parquet", Grade)]
+    save_records(folder / "grades.parquet", old)
+    card = load_scorecard(folder / "scorecard.json").model_copy(update={"grader_version": "r0-old"})
+    card.save(folder / "scorecard.json")
+    res = ev.evaluate(env, cur, case_ids=ids)
+    assert res.gate is not None and res.diff.baseline_grader_version == res.diff.candidate_grader_version
+    assert load_records(folder / "grades.parquet", Grade)[0].grader_version != "r0-old"
+    assert (env.store.batch_dir(cur.partition_key, res.batch.batch_id) / "calibrated_refusal.json").exists()
