@@ -215,15 +215,21 @@ def save_records(path: str | os.PathLike[str], records: Sequence[BaseModel]) -> 
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".parquet":
-        if not records:
-            raise ValueError("cannot write an empty Parquet file (no schema): write .jsonl instead")
-        _save_parquet(path, records)
-    else:
-        with path.open("w", encoding="utf-8") as fh:
-            for r in records:
-                fh.write(r.model_dump_json())
-                fh.write("\n")
+    # write next to the target and rename: a crash never leaves a half-written artifact
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        if path.suffix == ".parquet":
+            if not records:
+                raise ValueError("cannot write an empty Parquet file (no schema): write .jsonl instead")
+            _save_parquet(tmp, records)
+        else:
+            with tmp.open("w", encoding="utf-8") as fh:
+                for r in records:
+                    fh.write(r.model_dump_json())
+                    fh.write("\n")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -124,7 +124,9 @@ class Diff(BaseModel):
     def save(self, path: str | os.PathLike[str]) -> Path:
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(self.to_json(), encoding="utf-8")
+        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+        tmp.write_text(self.to_json(), encoding="utf-8")
+        tmp.replace(p)  # atomic: a crash never leaves half a file
         return p
 
 
