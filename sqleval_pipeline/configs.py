@@ -184,6 +184,11 @@ class ConfigError(ValueError):
     """A configuration file is invalid; the message names the file and the field."""
 
 
+#: fields that do not change what the system under test answers
+NON_DEFINING_FIELDS = ("description", "active", "concurrency", "timeout_s", "max_retries",
+                       "judge", "judge_model", "baseline", "tuned_on_dev")
+
+
 def canonical_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
@@ -191,10 +196,12 @@ def canonical_json(data: Any) -> str:
 def config_version(config: Configuration, root: Path = paths.REPO_ROOT) -> str:
     """8 hex digits over the canonical configuration and the text of its referenced files.
 
-    Fields that do not change what the system answers (description, active, concurrency)
-    are excluded, so turning a configuration off or running it faster keeps its version.
+    Only what defines the system under test and how its answers are executed counts
+    (generator and its settings, context, runs, guard overrides). Operational and reporting
+    fields (:data:`NON_DEFINING_FIELDS`) are excluded, so turning a configuration off, running
+    it faster, retrying more or changing its judge or gate baseline keeps its version.
     """
-    content = config.model_dump(mode="json", exclude={"description", "active", "concurrency"})
+    content = config.model_dump(mode="json", exclude=set(NON_DEFINING_FIELDS))
     h = hashlib.sha256(canonical_json(content).encode())
     for label, path in sorted(config.referenced_files(root).items()):
         try:

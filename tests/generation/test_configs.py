@@ -57,6 +57,8 @@ def test_changing_retrieval_k_changes_the_version_but_not_concurrency(root):
     base = load_config(write(root, CLAUDE), root).version
     assert load_config(write(root, CLAUDE.replace("retrieval_k: 4", "retrieval_k: 5")), root).version != base
     assert load_config(write(root, CLAUDE + "concurrency: 32\n"), root).version == base
+    assert load_config(write(root, CLAUDE + "judge: none\nbaseline: other\nactive: false\n"), root).version == base
+    assert load_config(write(root, CLAUDE.replace("runs: 3", "runs: 5")), root).version != base
 
 
 def test_the_glossary_text_is_part_of_a_curated_version(tmp_path, monkeypatch):
