@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from sqleval_pipeline import paths
 
@@ -117,8 +125,8 @@ class Configuration(_Strict):
     description: str = ""
     generator: GeneratorSettings
     context: ContextSettings = Field(default_factory=ContextSettings)
-    runs: int = Field(default=MIN_RUNS, ge=1, le=100)
     allow_fewer_runs: bool = Field(default=False, description="explicit override of the 3-run floor")
+    runs: int = Field(default=MIN_RUNS, ge=1, le=100)
     concurrency: int = Field(default=4, ge=1, le=256)
     timeout_s: float = Field(default=60.0, gt=0, description="per provider call")
     max_retries: int = Field(default=4, ge=0, le=10)
@@ -131,16 +139,16 @@ class Configuration(_Strict):
 
     @field_validator("runs")
     @classmethod
-    def _runs(cls, v: int) -> int:
+    def _runs(cls, v: int, info: ValidationInfo) -> int:
+        if v < MIN_RUNS and not info.data.get("allow_fewer_runs"):
+            raise ValueError(
+                f"{v} is below the floor of {MIN_RUNS} (one run has no error bar, spread or "
+                "flip rate); set allow_fewer_runs: true to override deliberately"
+            )
         return v
 
     @model_validator(mode="after")
     def _check(self) -> Configuration:
-        if self.runs < MIN_RUNS and not self.allow_fewer_runs:
-            raise ValueError(
-                f"runs: {self.runs} is below the floor of {MIN_RUNS} (one run has no error bar); "
-                "set allow_fewer_runs: true to override deliberately"
-            )
         if self.runs < MIN_RUNS:
             log.warning("configuration %s runs each case only %d time(s): no reliable spread or "
                         "flip rate", self.name, self.runs)

@@ -30,3 +30,28 @@ def test_snapshot_build_without_a_warehouse_says_what_to_do(tmp_path, monkeypatc
     result = runner.invoke(app, ["snapshot", "build"])
     assert result.exit_code == 1
     assert "sqleval warehouse build" in result.output
+
+
+def test_run_evaluates_a_configuration_end_to_end(serving_snapshot, tmp_path, monkeypatch):
+    """`sqleval run` materializes the evaluation assets and prints scorecard, diff and gate."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    monkeypatch.setenv("SQLEVAL_HOME", str(home))
+    monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
+    for cfg in ("baseline_raw.yaml", "baseline_curated.yaml"):
+        result = runner.invoke(app, ["run", "-c", f"evals/configs/{cfg}", "--cases",
+                                     "com-012,com-055,com-013", "--report", str(tmp_path / f"{cfg}.md")])
+        assert result.exit_code == 0, result.output
+    out = result.output
+    assert "Scorecard" in out and "gate passed" in out
+    assert "calibrated refusal" in out
+    assert (tmp_path / "baseline_curated.yaml.md").read_text().startswith("## Scorecard")
+
+
+def test_run_with_a_broken_configuration_names_the_field(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ngenerator:\n  kind: baseline\nruns: 1\n")
+    result = runner.invoke(app, ["run", "-c", str(bad)])
+    assert result.exit_code == 1
+    assert "field 'runs'" in result.output and "below the floor of 3" in result.output
