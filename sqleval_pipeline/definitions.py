@@ -8,6 +8,7 @@ import sqleval_pipeline.defs  # noqa: F401  (sets the dbt no-tracking environmen
 from sqleval_pipeline import paths
 from sqleval_pipeline.defs.evaluation.assets import (
     eval_attempts,
+    eval_diagnoses,
     eval_executions,
     eval_gate,
     eval_grades,
@@ -38,7 +39,7 @@ def build_definitions(home: str | None = None, manifest_dir: str | None = None,
     sqleval = SqlevalHome(root=home or str(paths.home().root), **overrides)
     return dg.Definitions(
         assets=[raw_commerce_data, commerce_dbt_models, serving_snapshot, golden_set, guardrail_suite,
-                eval_attempts, eval_executions, eval_grades, eval_scorecard, eval_gate],
+                eval_attempts, eval_executions, eval_grades, eval_diagnoses, eval_scorecard, eval_gate],
         jobs=[foundation_job, evaluate_job],
         schedules=[nightly_evaluation],
         sensors=[new_configuration_versions],

@@ -227,6 +227,68 @@ def stage_grades(env: Environment, batch: BatchInfo) -> list[Grade]:
     return grades
 
 
+# ---- stage 3b: diagnoses ------------------------------------------------------------------
+
+
+def judges_for(loaded: LoadedConfig) -> list:
+    """The judges a configuration asks for: the rules judge always (unless ``judge: none``),
+    plus the LLM judge with ``judge: llm`` (its model pinned by ``judge_model``)."""
+    from sqleval_pipeline.judging.rules import RulesJudge
+
+    cfg = loaded.config
+    if cfg.judge == "none":
+        return []
+    judges: list = [RulesJudge()]
+    if cfg.judge == "llm":
+        from sqleval_pipeline.judging.llm import LLMJudge
+
+        if not cfg.judge_model:
+            raise EvaluationError(f"configuration {cfg.name!r}: judge: llm needs judge_model "
+                                  "(pinned, and different from the generating model)")
+        judges.append(LLMJudge(cfg.judge_model, generator_model=getattr(cfg.generator, "model", None),
+                               timeout_s=cfg.timeout_s, max_retries=cfg.max_retries))
+    return judges
+
+
+def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
+                    progress: Progress | None = None) -> list:
+    """Diagnose every failed attempt with the configuration's judges (persisted per batch;
+    a judge's verdicts are reused as long as its version is unchanged)."""
+    from sqleval_pipeline.judging.base import JudgeInput, is_failure
+    from sqleval_pipeline.records import Diagnosis
+
+    out_path = env.store.artifact(batch.partition_key, batch.batch_id, "diagnoses.parquet")
+    existing = load_artifact(out_path, Diagnosis) or []
+    judges = judges_for(loaded)
+    grades = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
+                                             "grades.parquet"), Grade)
+    failed = [g for g in grades if is_failure(g)]
+    attempts = {a.key: a for a in load_records(env.store.artifact(
+        batch.partition_key, batch.batch_id, "attempts.parquet"), Attempt)}
+    executions = {e.key: e for e in load_executions(env, batch)}
+    cases = {c.id: c for c in env.cases}
+    result = []
+    for judge in judges:
+        kept = {d.key: d for d in existing if d.judge == judge.name and d.judge_version == judge.version}
+        todo = [g for g in failed if g.key not in kept]
+        items = [JudgeInput(case=cases[g.case_id], attempt=attempts[g.key],
+                            execution=executions.get(g.key), grade=g) for g in todo]
+        if hasattr(judge, "diagnose_all"):
+            new, errors = judge.diagnose_all(items)
+            for key, err in errors:
+                import logging
+
+                logging.getLogger(__name__).warning("judge %s gave no diagnosis for %s: %s",
+                                                    judge.name, key, err)
+        else:
+            new = [judge.diagnose(i) for i in items]
+        result += [*kept.values(), *new]
+        if progress:
+            progress(f"judge {judge.name}", len(failed), len(failed))
+    save_artifact(out_path, result)
+    return result
+
+
 # ---- stage 4: scorecard -------------------------------------------------------------------
 
 
@@ -237,7 +299,7 @@ def stage_scorecard(env: Environment, loaded: LoadedConfig, batch: BatchInfo):
     grades = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
                                              "grades.parquet"), Grade)
     dpath = env.store.artifact(batch.partition_key, batch.batch_id, "diagnoses.parquet")
-    diagnoses = load_records(dpath, Diagnosis) if dpath.exists() else []
+    diagnoses = load_artifact(dpath, Diagnosis) or []
     card: Scorecard = build_scorecard(grades, diagnoses, config_version=loaded.version,
                                       tuned=loaded.config.tuned_on_dev,
                                       label=loaded.partition_key)
@@ -325,6 +387,9 @@ def evaluate(env: Environment, loaded: LoadedConfig, *, mode: str = "latest",
     t0 = time.perf_counter()
     stage_grades(env, run.batch)
     t["grades"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    stage_diagnoses(env, loaded, run.batch, progress)
+    t["diagnoses"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     card = stage_scorecard(env, loaded, run.batch)
     t["scorecard"] = time.perf_counter() - t0

@@ -32,9 +32,15 @@ values compare exactly (no tolerance).
 
 How multiset matching stays correct and fast with a tolerance (which is not transitive)
 ---------------------------------------------------------------------------------------
-First pass (exact rule): every row is hashed, the hashes sorted and the rows paired by that
-order verified with Python equality (sufficient: Python equality of plain DuckDB scalars
-implies compatibility). Then every column is coded by canonical key (numeric columns by
+First pass (exact rule): every row is hashed (the leading column first; only rows whose
+leading value repeats are hashed in full), the hashes sorted and the rows paired by that order
+verified with Python equality (sufficient: Python equality of plain DuckDB scalars implies
+compatibility; a hash collision can only leave rows unpaired). On a large result the unpaired
+rows (the residue) are closed over rigid int/str/date columns (every row sharing a residue
+value there is kept), which keeps every row that could be compatible with them; the rows left
+out are identical pairs, so the exact verdict on the kept rows is the verdict on the whole
+result, and got-the-facts first looks for an expected column without any candidate column
+(refuted on sampled values, confirmed by the signature test). Otherwise every column is coded by canonical key (numeric columns by
 sorting, others by dictionary); equal bags of row codes prove equality. Otherwise compatible
 rows must agree exactly on the *rigid* columns (where compatibility is key equality: no
 DOUBLE/DECIMAL on one side) and on the order tie group, so the compatibility graph splits
@@ -1345,12 +1351,14 @@ def _duplicated(h: np.ndarray) -> np.ndarray:
     return s[1:][s[1:] == s[:-1]]
 
 
-def _row_hashes(erows: list[list[Any]], grows: list[list[Any]]) -> tuple[np.ndarray, np.ndarray, tuple]:
+def _row_hashes(erows: list[list[Any]], grows: list[list[Any]]) -> tuple[np.ndarray, np.ndarray, tuple | None]:
     """A hash per row that Python-equal rows share, plus the leading column of each side.
 
     The leading column is hashed first; only rows whose leading value's hash repeats (on
     either side) are hashed in full, so a result keyed by its first column costs one column.
     """
+    if len(erows) < 256:  # small results: hashing whole rows is cheapest
+        return _hashes(list(map(tuple, erows))), _hashes(list(map(tuple, grows))), None
     e0 = [r[0] for r in erows]
     g0 = [r[0] for r in grows]
     he0, hg0 = _hashes(e0), _hashes(g0)

@@ -89,14 +89,29 @@ def eval_grades(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
 
 
 @dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"})
-def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
+def eval_diagnoses(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
                    eval_grades: dict) -> dict:
+    """Why each failed attempt failed: rules judge (always) and LLM judge (``judge: llm``)."""
+    env = _env(sqleval)
+    loaded = ev.find_config(env, context.partition_key)
+    diagnoses = ev.stage_diagnoses(env, loaded, _batch(env, eval_grades), progress.reporter())
+    hist: dict[str, dict[str, int]] = {}
+    for d in diagnoses:
+        hist.setdefault(d.judge, {}).setdefault(d.category, 0)
+        hist[d.judge][d.category] += 1
+    context.add_output_metadata({"diagnoses": len(diagnoses), "histogram": dg.MetadataValue.json(hist)})
+    return eval_grades
+
+
+@dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"})
+def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
+                   eval_diagnoses: dict) -> dict:
     """Accuracy with cluster-bootstrap intervals, per slice, over runs; refusals and errors apart."""
     from sqleval_pipeline.scoring.render import scorecard_markdown
 
     env = _env(sqleval)
     loaded = ev.find_config(env, context.partition_key)
-    batch = _batch(env, eval_grades)
+    batch = _batch(env, eval_diagnoses)
     card = ev.stage_scorecard(env, loaded, batch)
     overall = card.overall
     context.add_output_metadata({
@@ -106,7 +121,7 @@ def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
         "path": dg.MetadataValue.path(str(env.store.artifact(batch.partition_key, batch.batch_id,
                                                              "scorecard.json"))),
     })
-    return eval_grades
+    return eval_diagnoses
 
 
 @dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"},
