@@ -367,6 +367,16 @@ def _show_evaluation(partition_key: str, *, markdown: Path | None = None) -> boo
                 f"{len(cr.declined_cases)} declined answerable case(s)): {cr.verdict}")
         console.print(line)
         md.append(f"## Calibrated refusal\n\n{line}")
+    try:
+        report = ev.calibration_report(env)
+    except Exception as exc:  # labels broken: say so, do not hide the scorecard
+        err.print(f"[yellow]judge calibration unavailable:[/] {exc}")
+        report = None
+    if report is not None:
+        lines = ev.calibration_lines(report)
+        for line in lines:
+            console.print(line)
+        md.append("## Judge calibration\n\n" + "\n".join(f"- {line}" for line in lines))
     if markdown:
         markdown.parent.mkdir(parents=True, exist_ok=True)
         markdown.write_text("\n\n".join(md) + "\n")
@@ -433,6 +443,16 @@ def demo() -> None:
                               markdown=paths.home().root / "reports" / f"{loaded.name}.md")
         if not ok:
             fail(f"regression gate failed for {loaded.partition_key}")
+    from sqleval_pipeline.judging.calibration import render_calibration
+    from sqleval_pipeline.orchestrate import JUDGING_GROUPS
+
+    console.rule("judge calibration against human labels (evals/labels)")
+    summary = _run(JUDGING_GROUPS)
+    from sqleval_pipeline import evaluation as ev
+
+    report = ev.calibration_report(ev.environment())
+    if report is not None:
+        render_calibration(report, console)
     console.print(f"Dagster runs are recorded in {paths.home().dagster_home}: `make ui` to browse "
                   "them and follow lineage from a scorecard back to the rows.")
 

@@ -19,6 +19,7 @@ from sqleval_pipeline.defs.evaluation.schedules import nightly_evaluation
 from sqleval_pipeline.defs.evaluation.sensors import new_configuration_versions
 from sqleval_pipeline.defs.golden.assets import golden_set
 from sqleval_pipeline.defs.guardrails.assets import guardrail_suite
+from sqleval_pipeline.defs.judging.assets import judge_calibration
 from sqleval_pipeline.defs.resources import SqlevalHome, dbt_resource
 from sqleval_pipeline.defs.snapshot.assets import serving_snapshot
 from sqleval_pipeline.defs.warehouse.assets import commerce_dbt_models, raw_commerce_data
@@ -39,7 +40,8 @@ def build_definitions(home: str | None = None, manifest_dir: str | None = None,
     sqleval = SqlevalHome(root=home or str(paths.home().root), **overrides)
     return dg.Definitions(
         assets=[raw_commerce_data, commerce_dbt_models, serving_snapshot, golden_set, guardrail_suite,
-                eval_attempts, eval_executions, eval_grades, eval_diagnoses, eval_scorecard, eval_gate],
+                eval_attempts, eval_executions, eval_grades, eval_diagnoses, eval_scorecard, eval_gate,
+                judge_calibration],
         jobs=[foundation_job, evaluate_job],
         schedules=[nightly_evaluation],
         sensors=[new_configuration_versions],

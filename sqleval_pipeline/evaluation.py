@@ -359,6 +359,55 @@ def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
     return comparison, result, base_loaded.partition_key
 
 
+# ---- judge calibration (across configurations) ---------------------------------------------
+
+
+def calibration_report(env: Environment, labels_dir: Path | None = None):
+    """Agreement of each judge with the human labels in ``evals/labels/``.
+
+    Labels name attempts by configuration *name*; each is matched against the newest batch of
+    that configuration's current version that has diagnoses. Returns None without labels.
+    """
+    from sqleval_pipeline.judging.calibration import calibrate, load_labels
+    from sqleval_pipeline.records import Diagnosis
+
+    labels_dir = labels_dir or paths.EVALS_DIR / "labels"
+    if not labels_dir.exists() or not any(labels_dir.glob("*.jsonl")):
+        return None
+    labels = load_labels(labels_dir)
+    by_judge: dict[str, list] = {}
+    names: dict[str, str] = {}
+    configs = {c.name: c for c in load_configs(env.configs_dir)}
+    for name in sorted({lab.config_name for lab in labels}):
+        loaded = configs.get(name)
+        if loaded is None:
+            continue
+        for b in reversed(env.store.batches(loaded.partition_key)):
+            diags = load_artifact(env.store.artifact(loaded.partition_key, b.batch_id,
+                                                     "diagnoses.parquet"), Diagnosis)
+            if diags is not None and b.status == "complete":
+                names[loaded.version] = name
+                for d in diags:
+                    by_judge.setdefault(d.judge, []).append(d)
+                break
+    report = calibrate(by_judge, labels, config_name_of=names)
+    from sqleval_pipeline.store import atomic_write_text
+
+    atomic_write_text(env.store.root / "calibration.json", report.model_dump_json(indent=2) + "\n")
+    return report
+
+
+def calibration_lines(report) -> list[str]:
+    """One line per judge: agreement with humans, kappa, n and calibration status."""
+    out = []
+    for j in report.judges:
+        rate = f"{j.agreement_rate * 100:.0f}%" if j.agreement_rate is not None else "n/a"
+        kappa = f"{j.kappa:.2f}" if j.kappa is not None else "n/a"
+        out.append(f"judge {j.judge}: agreement with humans {rate}, Cohen's kappa {kappa}, "
+                   f"n={j.n} — {j.status}")
+    return out
+
+
 @dataclass
 class EvaluationResult:
     loaded: LoadedConfig

@@ -55,6 +55,7 @@ def _root_message(err) -> str:
 WAREHOUSE_GROUPS = ["raw", "staging", "marts", "sensitive"]
 FOUNDATION_GROUPS = [*WAREHOUSE_GROUPS, "snapshot", "golden", "guardrails"]
 EVALUATION_GROUPS = ["evaluation"]
+JUDGING_GROUPS = ["judging"]
 
 
 def materialize(groups: list[str], run_config: dict | None = None,

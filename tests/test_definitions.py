@@ -14,7 +14,7 @@ def test_definitions_load_with_the_expected_assets():
 
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert {"serving_snapshot", "golden_set", "marts/fct_orders", "marts/mart_orders_daily",
+    assert {"serving_snapshot", "golden_set", "judge_calibration", "guardrail_suite", "marts/fct_orders", "marts/mart_orders_daily",
             "raw/orders", "hr/salaries", "pii/customer_contacts"} <= keys
     snapshot_parents = {k.to_user_string() for k in graph.get(dg.AssetKey("serving_snapshot")).parent_keys}
     assert "marts/fct_orders" in snapshot_parents

@@ -133,3 +133,21 @@ def test_a_baseline_graded_by_an_older_grader_is_regraded_not_compared(env):
     assert res.gate is not None and res.diff.baseline_grader_version == res.diff.candidate_grader_version
     assert load_records(folder / "grades.parquet", Grade)[0].grader_version != "r0-old"
     assert (env.store.batch_dir(cur.partition_key, res.batch.batch_id) / "calibrated_refusal.json").exists()
+
+
+def test_failures_are_diagnosed_and_judges_calibrated_against_labels(env):
+    from sqleval_pipeline.records import Diagnosis
+
+    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    ids = ["com-008", "com-012", "com-018", "com-001"]  # three labelled failures, one success
+    res = ev.evaluate(env, raw, case_ids=ids)
+    folder = env.store.batch_dir(raw.partition_key, res.batch.batch_id)
+    diags = load_records(folder / "diagnoses.parquet", Diagnosis)
+    assert {d.case_id for d in diags} == {"com-008", "com-012", "com-018"}
+    assert {d.judge for d in diags} == {"rules"} and len(diags) == 9
+    assert res.scorecard.failure_histogram == {"wrong_filter": 3, "wrong_metric": 3, "wrong_table": 3}
+    report = ev.calibration_report(env)
+    rules = next(j for j in report.judges if j.judge == "rules")
+    assert rules.n == 3 and rules.status.startswith("uncalibrated")
+    assert rules.agreements == 2  # com-018: the human says wrong_filter, the judge wrong_table
+    assert any("uncalibrated" in line for line in ev.calibration_lines(report))

@@ -1,0 +1,411 @@
+"""The LLM judge (SPEC §6): Claude diagnoses a failed attempt through ``messages.parse``.
+
+The judge renders the published, versioned prompt ``evals/prompts/judge_v1.j2`` with what a
+reviewer needs — the question, the reference SQL, the system's SQL (or its refusal reason),
+the guarded execution, the grade's outcome, reason and mismatch note, a *small* excerpt of the
+expected and returned rows (at most :data:`MAX_SAMPLE_ROWS` each: the judge sees questions and
+SQL, very little row data) and the six categories with their help text — and asks the pinned
+judge model for a :class:`JudgeVerdict` (``category``, ``explanation``) with adaptive thinking.
+Anthropic 2.14 has no temperature argument; none is sent.
+
+Guarantees:
+
+- **No self-preference**: the judge refuses to be built when its model is the model that
+  generated the SQL (``generator_model``), alias/dated forms included.
+- **Pinned and versioned**: ``name`` is ``"llm:<model>"``; ``version`` hashes the prompt
+  file's text, the model id, the category help text and the row-sample size, so editing the
+  prompt yields a new version. Both are stored on every :class:`Diagnosis`.
+- **No made-up verdicts**: a judge that cannot answer raises :class:`ProviderError` (the SDK's
+  errors are mapped with the generators' helpers; retryable ones are retried with
+  :func:`call_with_retries`). The caller records *no* diagnosis for that attempt.
+
+>>> judge = LLMJudge("claude-opus-4-1", generator_model="claude-sonnet-4-5",
+...                  api_key="sk-ant-...")                                   # doctest: +SKIP
+>>> d = judge.diagnose(item)                                                 # doctest: +SKIP
+>>> d.category, d.judge                                                      # doctest: +SKIP
+('wrong_filter', 'llm:claude-opus-4-1')
+>>> diagnoses, failed = judge.diagnose_all(items, concurrency=4)             # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import jinja2
+from pydantic import BaseModel, Field
+
+from sqleval_pipeline import paths
+from sqleval_pipeline.configs import ConfigError
+from sqleval_pipeline.generation._common import (
+    env_value,
+    map_http_status,
+    parse_retry_after,
+    truncate_raw,
+)
+from sqleval_pipeline.generation.anthropic_gen import _body_text, _short
+from sqleval_pipeline.generation.base import ProviderError
+from sqleval_pipeline.generation.retry import call_with_retries
+from sqleval_pipeline.judging.base import CATEGORY_HELP, FAILED_OUTCOMES, JudgeInput, is_failure
+from sqleval_pipeline.records import FAILURE_CATEGORIES, Diagnosis, Execution, FailureCategory
+
+__all__ = [
+    "DEFAULT_PROMPT_PATH", "MAX_SAMPLE_ROWS", "API_KEY_ENV", "JudgeSetupError", "JudgeVerdict",
+    "LLMJudge", "same_model", "judge_version",
+]
+
+#: the published judge prompt (versioned file; a new prompt gets a new file name)
+DEFAULT_PROMPT_PATH = paths.EVALS_DIR / "prompts" / "judge_v1.j2"
+#: at most this many expected rows and this many returned rows reach the judge
+MAX_SAMPLE_ROWS = 5
+#: the environment variable holding the Anthropic key
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+#: longest cell value and mismatch note shown to the judge (longer text is cut and marked)
+MAX_CELL_CHARS = 80
+MAX_MISMATCH_CHARS = 600
+
+AttemptKeyTuple = tuple[str, str, int]
+
+
+class JudgeSetupError(ConfigError):
+    """The judge cannot be built as configured (e.g. it would judge its own model's SQL)."""
+
+
+class JudgeVerdict(BaseModel):
+    """The judge model's structured answer (the ``output_format`` of ``messages.parse``)."""
+
+    category: FailureCategory = Field(description="the one failure category that fits best")
+    explanation: str = Field(description="two to four sentences naming the clause at fault "
+                                         "and what the reference does instead")
+
+
+# --------------------------------------------------------------------------- helpers
+
+_DATE_SUFFIX_RE = re.compile(r"(-\d{8}|-latest|@\d{8})$")
+
+
+def _canonical_model(model: str) -> str:
+    text = model.strip().lower()
+    if ":" in text:  # a generator name such as "anthropic:claude-…"
+        text = text.split(":", 1)[1]
+    return _DATE_SUFFIX_RE.sub("", text)
+
+
+def same_model(a: str | None, b: str | None) -> bool:
+    """True when two model ids name the same model (case, provider prefix, date suffix ignored).
+
+    >>> same_model("claude-sonnet-4-5", "claude-sonnet-4-5-20250929")
+    True
+    >>> same_model("anthropic:Claude-Opus-4-1", "claude-opus-4-1")
+    True
+    >>> same_model("claude-opus-4-1", "claude-sonnet-4-5"), same_model("x", None)
+    (False, False)
+    """
+    if not a or not b:
+        return False
+    return _canonical_model(a) == _canonical_model(b)
+
+
+def judge_version(prompt_text: str, model: str) -> str:
+    """The judge's version: a hash of everything that decides what the judge is asked.
+
+    The prompt template text, the model id, the category help text and the row-sample size
+    go into the hash; ``judge_v1.j2`` style names stay readable as a prefix elsewhere.
+
+    >>> v = judge_version("Classify: {{ question }}", "claude-opus-4-1")
+    >>> len(v), v == judge_version("Classify: {{ question }}", "claude-opus-4-1")
+    (16, True)
+    >>> v != judge_version("Classify the failure: {{ question }}", "claude-opus-4-1")
+    True
+    """
+    material = json.dumps(
+        {"prompt": prompt_text, "model": model, "categories": CATEGORY_HELP,
+         "max_sample_rows": MAX_SAMPLE_ROWS},
+        sort_keys=True, ensure_ascii=False,
+    )
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
+
+
+def _cut(text: str, limit: int) -> str:
+    """One line of at most ``limit`` characters (cut text ends with …)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
+        return value[: MAX_CELL_CHARS - 1] + "…"
+    return value
+
+
+def _sample(label: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """At most :data:`MAX_SAMPLE_ROWS` rows, each one JSON line (values already JSON-safe)."""
+    shown = [json.dumps([_cell(v) for v in row], ensure_ascii=False, default=str)
+             for row in rows[:MAX_SAMPLE_ROWS]]
+    return {"label": label, "columns": json.dumps(list(columns), ensure_ascii=False),
+            "rows": shown, "total": len(rows), "shown": len(shown)}
+
+
+def _execution_text(execution: Execution | None) -> str | None:
+    if execution is None:
+        return None
+    if execution.status == "ok":
+        n = execution.result.row_count if execution.result is not None else 0
+        return f"ran, returned {n} row(s)" + (" (truncated by the result cap)" if execution.truncated else "")
+    if execution.status == "refused":
+        detail = f": {execution.message}" if execution.message else ""
+        return f"refused by the {execution.layer} guard ({execution.reason}){detail}"
+    if execution.status == "timeout":
+        return "stopped by the execution time cap" + (f": {execution.message}" if execution.message else "")
+    code = f" {execution.error_code}" if execution.error_code else ""
+    msg = f": {_cut(execution.error_message, MAX_MISMATCH_CHARS)}" if execution.error_message else ""
+    return f"failed ({execution.error_source} error{code}){msg}"
+
+
+# --------------------------------------------------------------------------- the judge
+
+
+class LLMJudge:
+    """Claude as a failure judge (see the module docstring).
+
+    Args:
+        model: the pinned judge model id, e.g. ``"claude-opus-4-1"``.
+        prompt_path: the versioned Jinja2 prompt (default ``evals/prompts/judge_v1.j2``).
+        api_key: the Anthropic key; default ``$ANTHROPIC_API_KEY``.
+        base_url: another endpoint (a gateway, or a loopback fake in tests).
+        timeout_s: per-call timeout in seconds.
+        max_retries: retries of retryable errors (429, 5xx, timeouts, malformed answers).
+        generator_model: the model that generated the SQL under review; the judge refuses to
+            be that model (self-preference bias).
+        max_tokens: the answer budget, adaptive thinking included.
+        dialect: the SQL dialect named in the prompt.
+        base_delay: first backoff ceiling in seconds (see :func:`call_with_retries`).
+        sleep: how to wait between retries (tests pass a recorder).
+
+    Raises:
+        JudgeSetupError: the judge model is the generating model, or the prompt is unreadable.
+        ProviderError: ``missing_credentials`` when no API key is given nor in the environment.
+
+    >>> LLMJudge("claude-sonnet-4-5", generator_model="claude-sonnet-4-5-20250929",
+    ...          api_key="k")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    JudgeSetupError: ...
+    """
+
+    def __init__(self, model: str, *, prompt_path: Path = DEFAULT_PROMPT_PATH,
+                 api_key: str | None = None, base_url: str | None = None, timeout_s: float = 60,
+                 max_retries: int = 3, generator_model: str | None = None,
+                 max_tokens: int = 4096, dialect: str = "DuckDB", base_delay: float = 0.5,
+                 sleep: Callable[[float], object] = time.sleep) -> None:
+        if not model or not model.strip():
+            raise JudgeSetupError("the LLM judge needs a model id (configuration field judge_model)")
+        if same_model(model, generator_model):
+            raise JudgeSetupError(
+                f"the judge model {model!r} is the model that generated the SQL "
+                f"({generator_model!r}); a model judging its own answers is biased in their "
+                "favour (self-preference). Set judge_model to a different model."
+            )
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.model = model.strip()
+        self.generator_model = generator_model
+        self.prompt_path = Path(prompt_path)
+        try:
+            self.prompt_text = self.prompt_path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise JudgeSetupError(f"cannot read the judge prompt {self.prompt_path}: {exc}") from exc
+        env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False,
+                                 keep_trailing_newline=True)
+        try:
+            self._template = env.from_string(self.prompt_text)
+        except jinja2.TemplateSyntaxError as exc:
+            raise JudgeSetupError(
+                f"{self.prompt_path}:{exc.lineno}: the judge prompt is not valid Jinja2: {exc.message}"
+            ) from exc
+        self.name = f"llm:{self.model}"
+        self.version = judge_version(self.prompt_text, self.model)
+        self.max_retries = max_retries
+        self.max_tokens = max_tokens
+        self.dialect = dialect
+        self.timeout_s = timeout_s
+        self.base_delay = base_delay
+        self._sleep = sleep
+        key = api_key or env_value(API_KEY_ENV)
+        if not key:
+            raise ProviderError(
+                "missing_credentials",
+                f"the LLM judge needs an Anthropic API key: set {API_KEY_ENV} in the environment "
+                f"(e.g. `export {API_KEY_ENV}=sk-ant-...`) or use the rules judge (judge: rules)",
+            )
+        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0, "timeout": timeout_s}
+        if base_url:
+            kwargs["base_url"] = base_url
+        self._client = anthropic.Anthropic(**kwargs)
+
+    # -- public ---------------------------------------------------------------------------
+
+    def render(self, item: JudgeInput) -> str:
+        """The prompt the judge model receives for ``item`` (also useful for review).
+
+        Raises:
+            ValueError: the attempt did not fail (only WRONG and DEFERRED_WRONGLY are judged)
+                or its records belong to different attempts.
+        """
+        _check_item(item)
+        case, attempt, grade = item.case, item.attempt, item.grade
+        samples = []
+        if case.expected is not None:
+            samples.append(_sample("Expected rows (reference result)", case.expected.columns,
+                                   case.expected.rows))
+        if item.execution is not None and item.execution.result is not None:
+            got = item.execution.result.to_json()
+            samples.append(_sample("Rows the system's SQL returned", got["columns"], got["rows"]))
+        return self._template.render(
+            dialect=self.dialect,
+            case_id=case.id, question=case.question, difficulty=case.difficulty, band=case.band,
+            traps=list(case.traps), notes=case.notes,
+            reference_sql=case.reference_sql, alternative_sqls=list(case.alternative_sqls),
+            answer_kind=attempt.kind, system_sql=attempt.sql,
+            refusal_reason=attempt.refusal_reason or "no reason given",
+            execution=_execution_text(item.execution),
+            outcome=grade.outcome, grade_reason=grade.reason,
+            mismatch=_cut(grade.mismatch, MAX_MISMATCH_CHARS) if grade.mismatch else None,
+            samples=samples, max_rows=MAX_SAMPLE_ROWS,
+            categories=[{"name": c, "help": CATEGORY_HELP[c]} for c in FAILURE_CATEGORIES],
+        )
+
+    def diagnose(self, item: JudgeInput) -> Diagnosis:
+        """Diagnose one failed attempt, retrying retryable provider errors.
+
+        Raises:
+            ProviderError: no verdict could be obtained (``error.retries`` says how many
+                retries were made); record no diagnosis for the attempt.
+            ValueError: the attempt did not fail, or its records do not belong together.
+        """
+        prompt = self.render(item)
+        verdict, _ = call_with_retries(lambda: self._ask(prompt), max_retries=self.max_retries,
+                                       base_delay=self.base_delay, sleep=self._sleep)
+        config_version, case_id, run_index = item.grade.key
+        return Diagnosis(config_version=config_version, case_id=case_id, run_index=run_index,
+                         category=verdict.category, explanation=verdict.explanation.strip(),
+                         judge=self.name, judge_version=self.version)
+
+    def diagnose_all(self, items: Iterable[JudgeInput], *, concurrency: int = 4
+                     ) -> tuple[list[Diagnosis], list[tuple[AttemptKeyTuple, ProviderError]]]:
+        """Diagnose many attempts concurrently; ``(diagnoses, failures)`` in input order.
+
+        ``failures`` pairs each attempt key that got no verdict with its :class:`ProviderError`.
+        Every item is checked before the first call, so a non-failed attempt (ValueError)
+        costs no API call.
+        """
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        batch = list(items)
+        for item in batch:
+            _check_item(item)
+        if not batch:
+            return [], []
+
+        def one(item: JudgeInput) -> Diagnosis | ProviderError:
+            try:
+                return self.diagnose(item)
+            except ProviderError as exc:
+                return exc
+
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(batch)),
+                                thread_name_prefix="llm-judge") as pool:
+            results = list(pool.map(one, batch))
+        diagnoses: list[Diagnosis] = []
+        failures: list[tuple[AttemptKeyTuple, ProviderError]] = []
+        for item, result in zip(batch, results, strict=True):
+            if isinstance(result, ProviderError):
+                failures.append((item.grade.key, result))
+            else:
+                diagnoses.append(result)
+        return diagnoses, failures
+
+    def close(self) -> None:
+        """Close the SDK's HTTP connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> LLMJudge:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"LLMJudge(model={self.model!r}, version={self.version!r}, prompt={self.prompt_path.name!r})"
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _ask(self, prompt: str) -> JudgeVerdict:
+        """One ``messages.parse`` call; SDK errors become :class:`ProviderError` codes."""
+        try:
+            message = self._client.messages.parse(
+                model=self.model,
+                max_tokens=self.max_tokens,
+                messages=[{"role": "user", "content": prompt}],
+                output_format=JudgeVerdict,
+                thinking={"type": "adaptive"},
+            )
+        except anthropic.APIStatusError as exc:
+            raise map_http_status(
+                exc.status_code, getattr(exc, "api_message", None) or str(exc),
+                retry_after=parse_retry_after(exc.response.headers),
+                raw_response=truncate_raw(_body_text(exc.body)), provider="anthropic",
+                credential_hint=API_KEY_ENV,
+            ) from exc
+        except anthropic.APITimeoutError as exc:
+            raise ProviderError("provider_timeout",
+                                f"the judge model did not answer within {self.timeout_s:g} s",
+                                retryable=True) from exc
+        except anthropic.APIConnectionError as exc:
+            raise ProviderError("unreachable", f"cannot reach the anthropic API at "
+                                f"{self._client.base_url}: {exc.__cause__ or exc}",
+                                retryable=True) from exc
+        except anthropic.APIResponseValidationError as exc:
+            raise ProviderError("malformed_response", f"anthropic response did not validate: {exc}",
+                                retryable=True, raw_response=_body_text(exc.body)) from exc
+        except ValueError as exc:  # the body or the model's JSON did not parse/validate
+            raise ProviderError("malformed_response",
+                                f"the judge's answer is not the expected JSON verdict: {_short(exc)}",
+                                retryable=True) from exc
+        verdict: JudgeVerdict | None = message.parsed_output
+        raw = truncate_raw(message.to_json(indent=None))
+        if verdict is None:
+            if message.stop_reason == "refusal":
+                raise ProviderError("malformed_response",
+                                    "the judge model declined to answer (stop_reason=refusal)",
+                                    raw_response=raw)
+            raise ProviderError(
+                "malformed_response",
+                f"the judge returned no JSON verdict (stop_reason={message.stop_reason}"
+                + (", raise max_tokens" if message.stop_reason == "max_tokens" else "") + ")",
+                retryable=True, raw_response=raw)
+        if not verdict.explanation.strip():
+            raise ProviderError("malformed_response", "the judge gave a category but no explanation",
+                                retryable=True, raw_response=raw)
+        return verdict
+
+
+def _check_item(item: JudgeInput) -> None:
+    if not is_failure(item.grade):
+        raise ValueError(
+            f"attempt {item.grade.key} has outcome {item.grade.outcome}: only failed attempts "
+            f"({', '.join(sorted(FAILED_OUTCOMES))}) are diagnosed; filter with is_failure()"
+        )
+    if item.attempt.key != item.grade.key or (
+        item.execution is not None and item.execution.key != item.grade.key
+    ) or item.case.id != item.grade.case_id:
+        raise ValueError(
+            f"the judge input mixes attempts: case {item.case.id}, attempt {item.attempt.key}, "
+            f"execution {item.execution.key if item.execution else None}, grade {item.grade.key}"
+        )
