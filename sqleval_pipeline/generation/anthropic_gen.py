@@ -90,25 +90,9 @@ class AnthropicGenerator:
         if self.settings.thinking != "disabled":
             request["thinking"] = {"type": "adaptive"}
         started = time.perf_counter()
-        try:
-            message = self._client.messages.parse(**request)
-        except anthropic.APIStatusError as exc:
-            raise self._status_error(exc) from exc
-        except anthropic.APITimeoutError as exc:
-            raise ProviderError("provider_timeout",
-                                f"anthropic did not answer within {self.timeout_s:g} s",
-                                retryable=True) from exc
-        except anthropic.APIConnectionError as exc:
-            raise ProviderError("unreachable", f"cannot reach the anthropic API at "
-                                f"{self._client.base_url}: {exc.__cause__ or exc}",
-                                retryable=True) from exc
-        except anthropic.APIResponseValidationError as exc:
-            raise ProviderError("malformed_response", f"anthropic response did not validate: {exc}",
-                                retryable=True, raw_response=_body_text(exc.body)) from exc
-        except ValueError as exc:  # JSON body or the model's JSON did not parse/validate
-            raise ProviderError("malformed_response",
-                                f"the model's answer is not the expected JSON: {_short(exc)}",
-                                retryable=True) from exc
+        message = parse_mapping_errors(self._client, request, timeout_s=self.timeout_s,
+                                       credential_hint=f"the key in {self.settings.api_key_env}",
+                                       subject="the model")
         latency_ms = (time.perf_counter() - started) * 1000.0
         return self._output(message, latency_ms)
 
@@ -152,13 +136,34 @@ class AnthropicGenerator:
                                 retryable=True, raw_response=raw)
         return GenerationOutput(kind="sql", sql=sql, **common)
 
-    def _status_error(self, exc: anthropic.APIStatusError) -> ProviderError:
-        message = getattr(exc, "api_message", None) or str(exc)
-        return map_http_status(
-            exc.status_code, message, retry_after=parse_retry_after(exc.response.headers),
+
+
+def parse_mapping_errors(client: anthropic.Anthropic, request: dict[str, Any], *, timeout_s: float,
+                         credential_hint: str, subject: str) -> Any:
+    """``client.messages.parse(**request)`` with every SDK failure mapped to a
+    :class:`ProviderError` (shared by the generator and the LLM judge)."""
+    try:
+        return client.messages.parse(**request)
+    except anthropic.APIStatusError as exc:
+        raise map_http_status(
+            exc.status_code, getattr(exc, "api_message", None) or str(exc),
+            retry_after=parse_retry_after(exc.response.headers),
             raw_response=truncate_raw(_body_text(exc.body)), provider="anthropic",
-            credential_hint=f"the key in {self.settings.api_key_env}",
-        )
+            credential_hint=credential_hint,
+        ) from exc
+    except anthropic.APITimeoutError as exc:
+        raise ProviderError("provider_timeout", f"anthropic did not answer within {timeout_s:g} s",
+                            retryable=True) from exc
+    except anthropic.APIConnectionError as exc:
+        raise ProviderError("unreachable", f"cannot reach the anthropic API at "
+                            f"{client.base_url}: {exc.__cause__ or exc}", retryable=True) from exc
+    except anthropic.APIResponseValidationError as exc:
+        raise ProviderError("malformed_response", f"anthropic response did not validate: {exc}",
+                            retryable=True, raw_response=_body_text(exc.body)) from exc
+    except ValueError as exc:  # the body or the model's JSON did not parse/validate
+        raise ProviderError("malformed_response",
+                            f"{subject}'s answer is not the expected JSON: {_short(exc)}",
+                            retryable=True) from exc
 
 
 def _body_text(body: object) -> str | None:

@@ -44,13 +44,8 @@ from pydantic import BaseModel, Field
 
 from sqleval_pipeline import paths
 from sqleval_pipeline.configs import ConfigError
-from sqleval_pipeline.generation._common import (
-    env_value,
-    map_http_status,
-    parse_retry_after,
-    truncate_raw,
-)
-from sqleval_pipeline.generation.anthropic_gen import _body_text, _short
+from sqleval_pipeline.generation._common import env_value, truncate_raw
+from sqleval_pipeline.generation.anthropic_gen import parse_mapping_errors
 from sqleval_pipeline.generation.base import ProviderError
 from sqleval_pipeline.generation.retry import call_with_retries
 from sqleval_pipeline.judging.base import CATEGORY_HELP, FAILED_OUTCOMES, JudgeInput, is_failure
@@ -348,36 +343,13 @@ class LLMJudge:
 
     def _ask(self, prompt: str) -> JudgeVerdict:
         """One ``messages.parse`` call; SDK errors become :class:`ProviderError` codes."""
-        try:
-            message = self._client.messages.parse(
-                model=self.model,
-                max_tokens=self.max_tokens,
-                messages=[{"role": "user", "content": prompt}],
-                output_format=JudgeVerdict,
-                thinking={"type": "adaptive"},
-            )
-        except anthropic.APIStatusError as exc:
-            raise map_http_status(
-                exc.status_code, getattr(exc, "api_message", None) or str(exc),
-                retry_after=parse_retry_after(exc.response.headers),
-                raw_response=truncate_raw(_body_text(exc.body)), provider="anthropic",
-                credential_hint=API_KEY_ENV,
-            ) from exc
-        except anthropic.APITimeoutError as exc:
-            raise ProviderError("provider_timeout",
-                                f"the judge model did not answer within {self.timeout_s:g} s",
-                                retryable=True) from exc
-        except anthropic.APIConnectionError as exc:
-            raise ProviderError("unreachable", f"cannot reach the anthropic API at "
-                                f"{self._client.base_url}: {exc.__cause__ or exc}",
-                                retryable=True) from exc
-        except anthropic.APIResponseValidationError as exc:
-            raise ProviderError("malformed_response", f"anthropic response did not validate: {exc}",
-                                retryable=True, raw_response=_body_text(exc.body)) from exc
-        except ValueError as exc:  # the body or the model's JSON did not parse/validate
-            raise ProviderError("malformed_response",
-                                f"the judge's answer is not the expected JSON verdict: {_short(exc)}",
-                                retryable=True) from exc
+        message = parse_mapping_errors(
+            self._client,
+            {"model": self.model, "max_tokens": self.max_tokens,
+             "messages": [{"role": "user", "content": prompt}], "output_format": JudgeVerdict,
+             "thinking": {"type": "adaptive"}},
+            timeout_s=self.timeout_s, credential_hint=API_KEY_ENV, subject="the judge",
+        )
         verdict: JudgeVerdict | None = message.parsed_output
         raw = truncate_raw(message.to_json(indent=None))
         if verdict is None:
