@@ -9,6 +9,7 @@ CLI call these functions, so there is one pipeline.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,7 @@ from sqleval_pipeline.records import Attempt, Execution, Grade, load_records, sa
 from sqleval_pipeline.store import BatchInfo, Store
 
 Progress = Callable[[str, int, int], None]
+log = logging.getLogger(__name__)
 
 
 class EvaluationError(RuntimeError):
@@ -144,8 +146,6 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
 def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
                      progress: Progress | None = None) -> list[Execution]:
     """Run every SQL attempt of the batch through the guard (persisted once per batch)."""
-    import logging
-
     from sqleval_pipeline.guard.executor import GuardedExecutor
 
     logging.getLogger("sqlglot").setLevel(logging.ERROR)  # generated SQL can be anything
@@ -276,10 +276,7 @@ def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
         if hasattr(judge, "diagnose_all"):
             new, errors = judge.diagnose_all(items)
             for key, err in errors:
-                import logging
-
-                logging.getLogger(__name__).warning("judge %s gave no diagnosis for %s: %s",
-                                                    judge.name, key, err)
+                log.warning("judge %s gave no diagnosis for %s: %s", judge.name, key, err)
         else:
             new = [judge.diagnose(i) for i in items]
         result += [*kept.values(), *new]
