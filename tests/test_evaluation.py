@@ -151,3 +151,42 @@ def test_failures_are_diagnosed_and_judges_calibrated_against_labels(env):
     assert rules.n == 3 and rules.status.startswith("uncalibrated")
     assert rules.agreements == 2  # com-018: the human says wrong_filter, the judge wrong_table
     assert any("uncalibrated" in line for line in ev.calibration_lines(report))
+
+
+def test_a_model_backed_configuration_runs_end_to_end_against_a_loopback_provider(env, tmp_path, monkeypatch):
+    """The real Anthropic SDK path, through attempts → guard → grades → scorecard. The fake
+    answers from the question it finds in the rendered prompt: right SQL, a hostile query, a
+    refusal, and one 429 that the runner retries."""
+    from tests.generation.fakes import FakeAnthropic, rate_limited, refusal, sql
+
+    answers = {
+        "How many orders were paid with UPI?":
+            sql("SELECT count(*) FROM fct_orders WHERE payment_method = 'unified_payments'"),
+        "How many customers do we have?": sql("SELECT * FROM pii.customer_contacts"),
+        "What is the average salary of employees in Engineering?": refusal("hr data is not served"),
+    }
+
+    def answer(req):
+        prompt = req.json["messages"][0]["content"]
+        return next(a for q, a in answers.items() if f"Question: {q}" in prompt)
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with FakeAnthropic(default=answer) as fake:
+        fake.queue(rate_limited(0.01))
+        cfg_dir = tmp_path / "configs"
+        cfg_dir.mkdir()
+        (cfg_dir / "claude_fake.yaml").write_text(
+            "name: claude-fake\ngenerator:\n  kind: anthropic\n  model: claude-test-1\n"
+            f"  base_url: {fake.base_url}\nconcurrency: 2\nmax_retries: 2\n")
+        env2 = ev.Environment(**{**env.__dict__, "configs_dir": cfg_dir})
+        loaded = ev.find_config(env2, "claude-fake")
+        res = ev.evaluate(env2, loaded, case_ids=["com-012", "com-002", "com-055"], runs=3)
+    outcomes = {(g.case_id, g.outcome) for g in
+                load_records(env.store.artifact(loaded.partition_key, res.batch.batch_id, "grades.parquet"), Grade)}
+    assert outcomes == {("com-012", "CORRECT"), ("com-002", "WRONG"), ("com-055", "DEFERRED_CORRECTLY")}
+    attempts = load_records(env.store.artifact(loaded.partition_key, res.batch.batch_id, "attempts.parquet"), Attempt)
+    assert all(a.model == "claude-test-1" and a.temperature_settable is False for a in attempts)
+    assert all("Today is 2025-12-15" in a.prompt for a in attempts)
+    assert sum(a.retries for a in attempts) == 1 and res.provider_calls == 10
+    executions = load_records(env.store.artifact(loaded.partition_key, res.batch.batch_id, "executions.parquet"), Execution)
+    assert {e.layer for e in executions if e.case_id == "com-002"} == {"filter"}
