@@ -40,7 +40,9 @@ rows (the residue) are closed over rigid int/str/date columns (every row sharing
 value there is kept), which keeps every row that could be compatible with them; the rows left
 out are identical pairs, so the exact verdict on the kept rows is the verdict on the whole
 result, and got-the-facts first looks for an expected column without any candidate column
-(refuted on sampled values, confirmed by the signature test). Otherwise every column is coded by canonical key (numeric columns by
+(refuted on sampled values, confirmed by the signature test; the
+candidate column at the same position is summarised from the expected column and the residue,
+since its other values are Python-equal to expected ones, instead of being re-read). Otherwise every column is coded by canonical key (numeric columns by
 sorting, others by dictionary); equal bags of row codes prove equality. Otherwise compatible
 rows must agree exactly on the *rigid* columns (where compatibility is key equality: no
 DOUBLE/DECIMAL on one side) and on the order tie group, so the compatibility graph splits
@@ -1154,6 +1156,15 @@ def _num_compatible(ec: _Col, gc: _Col) -> bool:
         return False
     if not len(a):
         return True
+    out = _sorted_compatible(ec, a, b, _rigid(ec, gc, True))
+    assert out is not None
+    return out
+
+
+def _sorted_compatible(ec: _Col, a: np.ndarray, b: np.ndarray, rigid: bool | None) -> bool | None:
+    """:func:`_num_compatible` on the sorted numbers ``a`` (of ``ec``) and ``b`` (same length,
+    not empty). ``rigid`` is ``_rigid(ec, gc, True)``; None when unknown: the answer is then
+    None unless both readings agree."""
     fin_a, fin_b = np.isfinite(a), np.isfinite(b)
     if not np.array_equal(a[~fin_a], b[~fin_b]) and (np.any(~fin_a) or np.any(~fin_b)):
         # infinities must coincide (NaN keys are non-numeric and handled by the signature)
@@ -1161,12 +1172,17 @@ def _num_compatible(ec: _Col, gc: _Col) -> bool:
     a, b = a[fin_a], b[fin_b]
     if len(a) != len(b):
         return False
-    if _rigid(ec, gc, True):
-        return bool(np.array_equal(a, b))
+    if rigid or rigid is None:
+        equal = bool(np.array_equal(a, b))
+        if rigid or equal:
+            return equal
     bound = np.maximum(ABS_TOL, REL_TOL * (np.maximum(np.abs(a), np.abs(b)) + 0.02)) * 1.001
     if ec.nonint:
         bound = bound + 0.005 * (1 + 1e-9)
-    return bool(np.all(np.abs(a - b) <= bound))
+    within = bool(np.all(np.abs(a - b) <= bound))
+    if rigid is None and within:
+        return None  # equal as a tolerant pair, not as a rigid one
+    return within
 
 
 def _compatible(ec: _Col, gc: _Col) -> bool:
@@ -1346,31 +1362,40 @@ def _hashes(items: list[Any]) -> np.ndarray:
     return np.fromiter(map(hash, items), np.int64, len(items))
 
 
-def _duplicated(h: np.ndarray) -> np.ndarray:
-    s = np.sort(h)
+def _duplicated(s: np.ndarray) -> np.ndarray:
+    """Values occurring more than once in the *sorted* array ``s``."""
     return s[1:][s[1:] == s[:-1]]
 
 
-def _row_hashes(erows: list[list[Any]], grows: list[list[Any]]) -> tuple[np.ndarray, np.ndarray, tuple | None]:
-    """A hash per row that Python-equal rows share, plus the leading column of each side.
+def _row_hashes(erows: list[list[Any]], grows: list[list[Any]]
+                ) -> tuple[np.ndarray, np.ndarray, tuple | None, tuple[np.ndarray, np.ndarray] | None]:
+    """A hash per row that Python-equal rows share, plus the leading column of each side and,
+    when already computed, the orders sorting both hash arrays.
 
     The leading column is hashed first; only rows whose leading value's hash repeats (on
     either side) are hashed in full, so a result keyed by its first column costs one column.
     """
     if len(erows) < 256:  # small results: hashing whole rows is cheapest
-        return _hashes(list(map(tuple, erows))), _hashes(list(map(tuple, grows))), None
+        return _hashes(list(map(tuple, erows))), _hashes(list(map(tuple, grows))), None, None
     e0 = [r[0] for r in erows]
     g0 = [r[0] for r in grows]
     he0, hg0 = _hashes(e0), _hashes(g0)
+    oe, og = np.argsort(he0), np.argsort(hg0)
     he, hg = he0, hg0
-    dup = np.union1d(_duplicated(he), _duplicated(hg))
+    orders: tuple[np.ndarray, np.ndarray] | None = (oe, og)
+    dup = np.union1d(_duplicated(he0[oe]), _duplicated(hg0[og]))
     if len(dup):
         he, hg = he.copy(), hg.copy()
+        orders = None
         for h, rows in ((he, erows), (hg, grows)):
             idx = np.flatnonzero(np.isin(h, dup))
             if len(idx):  # a function of the row alone: equal rows get the same treatment
                 h[idx] = _hashes(list(map(tuple, map(rows.__getitem__, idx.tolist()))))
-    return he, hg, (e0, g0, he0, hg0)
+    return he, hg, (e0, g0, he0, hg0), orders
+
+
+#: rows verified per list comparison in the raw-row pass
+_VERIFY_BLOCK = 4096
 
 
 @dataclass
@@ -1415,12 +1440,12 @@ def _fast_exact(expected: ResultSet, got: ResultSet, order_matters: bool) -> _Fa
     try:
         if order_matters:
             return _Fast(erows == grows)
-        he, hg, lead = _row_hashes(erows, grows)
+        he, hg, lead, orders = _row_hashes(erows, grows)
     except TypeError:  # unhashable values (LIST/STRUCT): full comparison
         return _Fast(False)
     n = len(erows)
-    oe = np.argsort(he)  # any order among equal hashes: pairs are verified below
-    og = np.argsort(hg)
+    # any order among equal hashes: pairs are verified below
+    oe, og = orders if orders is not None else (np.argsort(he), np.argsort(hg))
     se, sg = he[oe], hg[og]
     # partner[i]: the candidate row paired with expected row i (-1: unpaired); rows are then
     # verified in expected order (sequential access to the expected rows)
@@ -1430,29 +1455,45 @@ def _fast_exact(expected: ResultSet, got: ResultSet, order_matters: bool) -> _Fa
         ug = np.zeros(0, dtype=np.int64)
     else:
         # pair the k-th row of a hash value on one side with the k-th on the other
-        rank = np.arange(n) - np.searchsorted(se, se, side="left")
         lo = np.searchsorted(sg, se, side="left")
-        paired = rank < np.searchsorted(sg, se, side="right") - lo
-        gpos = lo[paired] + rank[paired]
+        if n < 2 or (np.all(se[1:] != se[:-1]) and np.all(sg[1:] != sg[:-1])):
+            # distinct hashes on both sides (the common case): a row pairs with the row of
+            # its hash, if any (rank 0, count 0 or 1)
+            paired = sg[np.minimum(lo, n - 1)] == se
+            if n:
+                paired &= lo < n
+            gpos = lo[paired]
+        else:
+            rank = np.arange(n) - np.searchsorted(se, se, side="left")
+            paired = rank < np.searchsorted(sg, se, side="right") - lo
+            gpos = lo[paired] + rank[paired]
         partner[oe[paired]] = og[gpos]
         gmask = np.ones(n, dtype=bool)
         gmask[gpos] = False
         ug = og[gmask]
     ue = np.flatnonzero(partner < 0)
-    if len(ue):  # an unpaired expected row is compared with itself below
-        both = grows + erows
+    src = grows
+    if len(ue):  # an unpaired expected row is compared with itself
+        src = grows + erows
         partner[ue] = n + ue
-        lg = list(map(both.__getitem__, partner.tolist()))
-    else:
-        lg = list(map(grows.__getitem__, partner.tolist()))
+    # verified in blocks of candidate rows gathered in expected order (still in cache when
+    # compared); a failing block is then checked row by row (a comparison stops at its first
+    # difference)
+    take = partner.tolist()
+    erows_t = tuple(erows)
+    bad_blocks: list[np.ndarray] = []
     try:
-        same = erows == lg
+        for s in range(0, n, _VERIFY_BLOCK):
+            t = min(s + _VERIFY_BLOCK, n)
+            lg = operator.itemgetter(*take[s:t])(src) if t - s > 1 else (src[take[s]],)
+            if erows_t[s:t] != lg:
+                bad_blocks.append(s + np.flatnonzero(np.fromiter(map(operator.ne, erows_t[s:t], lg), bool, t - s)))
     except TypeError:  # pragma: no cover - incomparable values
         return _Fast(False)
-    if same and not len(ue):
+    if not bad_blocks and not len(ue):
         return _Fast(True)
-    if not same:
-        bad = np.flatnonzero(np.fromiter(map(operator.ne, erows, lg), bool, n))
+    if bad_blocks:
+        bad = np.concatenate(bad_blocks)
         ue = np.concatenate([ue, bad])
         ug = np.concatenate([ug, partner[bad]])
     return _Fast(False, np.sort(ue), np.sort(ug), lead)
@@ -1588,14 +1629,20 @@ def _facts_missing_column(expected: ResultSet, got: ResultSet, res_e: np.ndarray
     samples = sorted(set(np.linspace(0, n - 1, min(n, _FACTS_SAMPLES)).astype(np.int64).tolist()))
     gcols: dict[int, _Col] = {}
     for i in range(k):
-        re_ = Counter(canonical_key(erows[r][i]) for r in res_e.tolist())
-        rg_ = Counter(canonical_key(grows[r][i]) for r in res_g.tolist())
-        if re_ == rg_:
+        ke = [canonical_key(erows[r][i]) for r in res_e.tolist()]
+        kg = [canonical_key(grows[r][i]) for r in res_g.tolist()]
+        if Counter(ke) == Counter(kg):
             continue  # same values as candidate column i
         ec = _Col([r[i] for r in erows])
         for j in range(k):
             if _refuted(ec, [grows[r][j] for r in samples]):
                 continue
+            if j == i and j not in gcols:
+                ok = _shifted_compatible(ec, ke, kg)
+                if ok is not None:
+                    if ok:
+                        break
+                    continue
             gc = gcols.get(j)
             if gc is None:
                 gc = gcols[j] = _Col([r[j] for r in grows])
@@ -1606,6 +1653,45 @@ def _facts_missing_column(expected: ResultSet, got: ResultSet, res_e: np.ndarray
             return (f"no candidate column holds the values of expected column {expected.columns[i]!r}"
                     f" (e.g. {sample})")
     return None
+
+
+def _shifted_compatible(ec: _Col, ke: list[Any], kg: list[Any]) -> bool | None:
+    """``_compatible(ec, gc)`` for the candidate column ``gc`` at the same position, without
+    reading it: outside the residue its rows are Python-equal to expected rows, hence hold
+    the same keys, so ``gc``'s keys are ``ec``'s with the residue keys ``ke`` replaced by
+    ``kg``. None when undecided (then ``gc`` is read).
+    """
+    # signature: the non-numeric key multisets (and so the numeric counts) agree iff the
+    # residue's agree
+    if Counter(k for k in ke if not _is_num(k)) != Counter(k for k in kg if not _is_num(k)):
+        return False
+    a = ec.numeric()
+    try:
+        fe = np.sort(np.asarray([float(k) for k in ke if _is_num(k)], dtype=np.float64))
+        fg = np.sort(np.asarray([float(k) for k in kg if _is_num(k)], dtype=np.float64))
+    except (OverflowError, ValueError, TypeError):
+        return None
+    if len(fe) != len(fg) or len(fe) > len(a):  # pragma: no cover - the signature agreed
+        return None
+    if not len(a):
+        return True
+    # remove the expected residue's numbers from ``a`` (each must be there), insert the
+    # candidate residue's
+    idx = np.searchsorted(a, fe, side="left") + (np.arange(len(fe)) - np.searchsorted(fe, fe, side="left"))
+    if np.any(idx >= len(a)) or not np.array_equal(a[np.minimum(idx, len(a) - 1)], fe):
+        return None
+    rest = np.delete(a, idx)
+    b = np.insert(rest, np.searchsorted(rest, fg, side="left"), fg)
+    # _rigid(ec, gc, True) depends on gc.tol only when ec.tol and not ec.nonint: unknown here
+    rigid = True if not ec.tol else (False if ec.nonint else None)
+    if np.all(np.isfinite(fe)) and np.all(np.isfinite(fg)):
+        # same infinities on both sides (at the ends of a and b): a and b differ only on a
+        # finite stretch, and equal elements pass either test
+        diff = np.flatnonzero(a != b)
+        if not len(diff):
+            return True
+        a, b = a[diff[0]: diff[-1] + 1], b[diff[0]: diff[-1] + 1]
+    return _sorted_compatible(ec, a, b, rigid)
 
 
 def _compare_residue(expected: ResultSet, got: ResultSet, fast: _Fast) -> Comparison | None:

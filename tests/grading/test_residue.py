@@ -142,3 +142,132 @@ def test_large_results_residue_matches_full(change):
     assert (c.exact, c.facts, c.exact_reason, c.facts_reason, c.mismatch) == (
         ref.exact, ref.facts, ref.exact_reason, ref.facts_reason, ref.mismatch)
     assert c.exact == (change in ("none", "metric_noise"))
+
+
+# values whose keys and floats need care: infinities, NaN, -0.0, huge and inexact integers,
+# integral doubles and DECIMALs equal to integer-typed values
+EXOTIC = {
+    "BIGINT": [None, 0, 5, -3, 2**53 + 1, 10**20],
+    "DOUBLE": [None, 0.0, -0.0, 5.0, 0.5, 1.2345678, float("inf"), float("-inf"), float("nan"), 2.0**53,
+               5.0000001],
+    "DECIMAL(38,2)": [None, Decimal("5.00"), Decimal("0.50"), Decimal("1.23"), Decimal("9007199254740993"),
+                      Decimal("-0.00")],
+    "VARCHAR": [None, "", "a", "a ", "b"],
+}
+# Python-equal values of another type (the raw-row pass pairs them)
+_EQUAL_OTHER = {5: [5.0, Decimal("5")], 0: [0.0, Decimal("0")], 5.0: [5, Decimal("5.00")], 0.5: [Decimal("0.5")],
+                Decimal("5.00"): [5, 5.0], Decimal("0.50"): [0.5], 2**53 + 1: [Decimal(2**53 + 1)]}
+
+
+@st.composite
+def exotic_pair(draw, max_rows=10):
+    ncols = draw(st.integers(1, 3))
+    types = [draw(st.sampled_from(list(EXOTIC))) for _ in range(ncols)]
+    n = draw(st.integers(0, max_rows))
+    erows = [[i] + [draw(st.sampled_from(EXOTIC[t])) for t in types] for i in range(n)]
+    grows = [list(r) for r in erows]
+    for r in grows:
+        for j in range(1, ncols + 1):
+            roll = draw(st.integers(0, 7))
+            if roll == 0:
+                r[j] = draw(st.sampled_from(EXOTIC[types[j - 1]]))
+            elif roll == 1 and r[j] in _EQUAL_OTHER and not isinstance(r[j], bool):
+                r[j] = draw(st.sampled_from(_EQUAL_OTHER[r[j]]))
+    random.Random(draw(st.integers(0, 10**6))).shuffle(grows)
+    cols = ["id"] + [f"c{i}" for i in range(ncols)]
+    return (ResultSet(columns=cols, types=["BIGINT", *types], rows=erows),
+            ResultSet(columns=cols, types=["BIGINT", *types], rows=grows))
+
+
+def _check_shifted(e, g):
+    fast = grading._fast_exact(e, g, False)
+    if fast.ok or fast.res_e is None:
+        return
+    for i in range(len(e.columns)):
+        ke = [grading.canonical_key(e.rows[r][i]) for r in fast.res_e.tolist()]
+        kg = [grading.canonical_key(g.rows[r][i]) for r in fast.res_g.tolist()]
+        ec = grading._Col([r[i] for r in e.rows])
+        try:
+            want = grading._compatible(ec, grading._Col([r[i] for r in g.rows]))
+        except (OverflowError, ValueError):
+            continue
+        got = grading._shifted_compatible(ec, ke, kg)
+        assert got is None or got == want, (i, ke, kg)
+
+
+@FAST
+@given(st.one_of(typed_pair(), exotic_pair()), st.sampled_from([1, 2, 3, 4096]))
+def test_shifted_column_summary_agrees_with_reading_the_column(pair, block):
+    # the candidate column's summary built from the expected column and the residue
+    e, g = pair
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(grading, "_VERIFY_BLOCK", block)
+        _check_shifted(e, g)
+
+
+@FAST
+@given(st.one_of(typed_pair(), exotic_pair()), st.sampled_from([1, 2, 3, 4096]))
+def test_residue_comparison_identical_without_shortcuts(pair, block):
+    # the whole comparison (verdicts, reasons, messages) does not depend on the shifted
+    # summary nor on the verification block size
+    e, g = pair
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(grading, "_RESIDUE_MIN_ROWS", 0)
+        mp.setattr(grading, "_RESIDUE_MAX_FRACTION", 1.0)
+        try:
+            ref = compare(e, g)
+        except (OverflowError, ValueError):
+            return
+        mp.setattr(grading, "_VERIFY_BLOCK", block)
+        mp.setattr(grading, "_shifted_compatible", lambda *a: None)
+        assert compare(e, g) == ref
+        mp.undo()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(grading, "_RESIDUE_MIN_ROWS", 0)
+        mp.setattr(grading, "_RESIDUE_MAX_FRACTION", 1.0)
+        mp.setattr(grading, "_VERIFY_BLOCK", block)
+        assert compare(e, g) == ref
+
+
+@pytest.mark.parametrize("lead", ["id", "cat"])
+@pytest.mark.parametrize("change", ["metric_off", "revenue_off", "revenue_to_int", "n_off", "n_to_null",
+                                    "cat", "metric_inf", "two_blocks"])
+def test_large_results_shifted_summary_matches_full(lead, change, monkeypatch):
+    # >= 256 rows: leading-column hashing (unique ids, or a repeating category that forces
+    # whole-row hashes), several verification blocks, the shifted column summary
+    e = _big(3000, seed=2)
+    if lead == "cat":
+        e = ResultSet(columns=[e.columns[1], e.columns[0], *e.columns[2:]],
+                      types=[e.types[1], e.types[0], *e.types[2:]],
+                      rows=[[r[1], r[0], *r[2:]] for r in e.rows])
+    col = {c: j for j, c in enumerate(e.columns)}
+    rows = [list(r) for r in e.rows]
+    random.Random(3).shuffle(rows)
+    if change == "metric_off":
+        rows[10][col["metric"]] += 1.0
+    elif change == "revenue_off":
+        rows[10][col["revenue"]] += Decimal("0.01")
+    elif change == "revenue_to_int":  # a Python-equal value of another type, and one that differs
+        rows[10][col["revenue"]] = int(rows[10][col["revenue"]]) + 1
+        rows[11][col["n"]] = float(rows[11][col["n"]])
+    elif change == "n_off":
+        rows[10][col["n"]] += 1
+    elif change == "n_to_null":
+        rows[10][col["n"]] = None
+    elif change == "cat":
+        rows[7][col["cat"]] = "cat_99"
+    elif change == "metric_inf":
+        rows[10][col["metric"]] = float("inf")
+    elif change == "two_blocks":
+        rows[10][col["metric"]] += 1.0
+        rows[2500][col["metric"]] -= 1.0
+    g = ResultSet(columns=e.columns, types=e.types, rows=rows)
+    monkeypatch.setattr(grading, "_VERIFY_BLOCK", 1024)
+    c = compare(e, g)
+    ref = full_compare(e, g, pytest.MonkeyPatch.context)
+    assert (c.exact, c.facts, c.exact_reason, c.facts_reason, c.mismatch) == (
+        ref.exact, ref.facts, ref.exact_reason, ref.facts_reason, ref.mismatch)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(grading, "_shifted_compatible", lambda *a: None)
+        assert compare(e, g) == c
+    _check_shifted(e, g)
