@@ -165,6 +165,7 @@ class GuardedExecutor:
         if not self.snapshot_path.exists():
             raise GuardSetupError(f"serving file {self.snapshot_path} is missing; run `sqleval snapshot build`")
         self.policy = (policy or load_policy()).with_overrides(policy_overrides)
+        self._policy_version = self.policy.version  # immutable policy: hash it once
         self.as_of = as_of
         self.snapshot_id = self.snapshot_path.stem
         self.log_path = Path(log_path) if log_path else None
@@ -204,7 +205,7 @@ class GuardedExecutor:
         t0 = time.perf_counter()
         policy = self.policy
         base = {"sql": sql if isinstance(sql, str) else repr(sql), "snapshot_id": self.snapshot_id,
-                "policy_version": policy.version}
+                "policy_version": self._policy_version}
 
         def done(res: GuardResult) -> GuardResult:
             res.elapsed_ms = (time.perf_counter() - t0) * 1000
@@ -232,7 +233,10 @@ class GuardedExecutor:
                                         message=f"After pinning the clock: {again.message}",
                                         filter_ms=filter_ms, executed_sql=executed, **base))
         try:
-            residual = residual_clock_calls(sqlglot.parse_one(executed, read="duckdb"))
+            # the text that runs is the text the filter parsed when nothing was rewritten
+            tree = verdict.tree if executed == sql and verdict.tree is not None else \
+                sqlglot.parse_one(executed, read="duckdb")
+            residual = residual_clock_calls(tree)
         except Exception:  # noqa: BLE001 - the filter parsed it; be safe anyway
             residual = ["unparseable"]
         if residual:

@@ -125,14 +125,65 @@ def _worker_main(conn: Connection, snapshot_path: str, policy_json: str, workdir
                 os._exit(4)
 
 
+class _Watchdog:
+    """One thread per worker that interrupts the running query when its deadline passes.
+
+    Cheaper than a ``threading.Timer`` per query (a thread start each time). ``disarm``
+    returns only when no interrupt for that query can still be issued.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._armed: tuple[int, float, object] | None = None
+        self._token = 0
+        threading.Thread(target=self._loop, name="guard-watchdog", daemon=True).start()
+
+    def arm(self, con, timeout_s: float) -> int:
+        with self._cond:
+            self._token += 1
+            self._armed = (self._token, time.monotonic() + timeout_s, con)
+            self._cond.notify()
+            return self._token
+
+    def disarm(self, token: int) -> None:
+        with self._cond:
+            if self._armed is not None and self._armed[0] == token:
+                self._armed = None
+
+    def _loop(self) -> None:
+        with self._cond:
+            while True:
+                if self._armed is None:
+                    self._cond.wait()
+                    continue
+                _token, deadline, con = self._armed
+                remaining = deadline - time.monotonic()
+                if remaining > 0:
+                    self._cond.wait(remaining)
+                    continue
+                self._armed = None
+                try:
+                    con.interrupt()
+                except Exception:  # noqa: BLE001 - the connection may already be closed
+                    pass
+
+
+_WATCHDOG: _Watchdog | None = None
+
+
+def _watchdog() -> _Watchdog:
+    global _WATCHDOG
+    if _WATCHDOG is None:
+        _WATCHDOG = _Watchdog()
+    return _WATCHDOG
+
+
 def _run_one(root, fresh_connection, req: dict) -> dict:
     from sqleval_pipeline.guard.cap import estimate_size, fetch_capped
 
     t0 = time.perf_counter()
     with fresh_connection(root) as con:
-        timer = threading.Timer(req["timeout_s"], con.interrupt)
-        timer.daemon = True
-        timer.start()
+        token = _watchdog().arm(con, req["timeout_s"])
         try:
             # DuckDB's own parser must agree with the filter: exactly one SELECT statement
             statements = con.extract_statements(req["sql"])
@@ -149,7 +200,7 @@ def _run_one(root, fresh_connection, req: dict) -> dict:
             return {"ok": False, "error_class": type(exc).__name__, "error_message": str(exc)[:2000],
                     "elapsed_ms": (time.perf_counter() - t0) * 1000}
         finally:
-            timer.cancel()
+            _watchdog().disarm(token)
     size = estimate_size(rows, budget=req["max_result_bytes"])
     if size > req["max_result_bytes"]:
         return {"ok": False, "sandbox_reason": "result_too_large",

@@ -124,6 +124,8 @@ class FilterVerdict:
     elapsed_ms: float = 0.0
     layer: str = LAYER
     detail: dict = field(default_factory=dict)
+    #: the parsed statement of an allowed text (lets the executor reuse the parse)
+    tree: exp.Expression | None = field(default=None, repr=False, compare=False)
 
 
 class Refusal(Exception):
@@ -161,7 +163,7 @@ class StatementFilter:
         """Check one SQL text; never raises (every failure is a refusal)."""
         t0 = time.perf_counter()
         try:
-            tables = self._check(sql)
+            tables, tree = self._check(sql)
         except Refusal as r:
             return FilterVerdict(False, r.reason, r.message, elapsed_ms=_ms(t0))
         except RecursionError:
@@ -171,11 +173,11 @@ class StatementFilter:
             return FilterVerdict(False, "parse_error",
                                  f"The statement could not be analysed ({type(exc).__name__}: "
                                  f"{_short(str(exc))}).", elapsed_ms=_ms(t0))
-        return FilterVerdict(True, tables=tuple(sorted(tables)), elapsed_ms=_ms(t0))
+        return FilterVerdict(True, tables=tuple(sorted(tables)), elapsed_ms=_ms(t0), tree=tree)
 
     # ---------------------------------------------------------------- steps
 
-    def _check(self, sql: object) -> set[str]:
+    def _check(self, sql: object) -> tuple[set[str], exp.Expression]:
         if not isinstance(sql, str):
             raise Refusal("not_text", f"The statement must be text, not {type(sql).__name__}.")
         size = len(sql.encode("utf-8", errors="surrogatepass"))
@@ -187,7 +189,7 @@ class StatementFilter:
         root = self._parse_one(sql)
         self._check_root(root)
         self._walk(root)
-        return self._resolve_tables(root)
+        return self._resolve_tables(root), root
 
     def _parse_one(self, sql: str) -> exp.Expression:
         try:
