@@ -10,16 +10,20 @@ from sqleval_pipeline import snapshot as snap
 
 
 def test_definitions_load_with_the_expected_assets():
-    from sqleval_pipeline.definitions import defs
+    from sqleval_pipeline.definitions import build_definitions
 
-    graph = defs.resolve_asset_graph()
+    # a live instance: earlier tests may have closed the one Dagster's state storage points at
+    with dg.instance_for_test():
+        defs = build_definitions()
+        graph = defs.resolve_asset_graph()
+        assert defs.resolve_job_def("foundation") is not None
+        assert defs.resolve_job_def("evaluate") is not None
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert {"serving_snapshot", "golden_set", "judge_calibration", "guardrail_suite", "marts/fct_orders", "marts/mart_orders_daily",
             "raw/orders", "hr/salaries", "pii/customer_contacts"} <= keys
     snapshot_parents = {k.to_user_string() for k in graph.get(dg.AssetKey("serving_snapshot")).parent_keys}
     assert "marts/fct_orders" in snapshot_parents
     assert not any(p.startswith(("hr/", "pii/", "raw")) for p in snapshot_parents)
-    assert defs.resolve_job_def("foundation") is not None
 
 
 def test_workspace_points_at_the_definitions():
