@@ -348,8 +348,8 @@ def _show_evaluation(partition_key: str, *, markdown: Path | None = None) -> boo
         fail(f"no scorecard for {partition_key}")
     render_scorecard(card, console)
     folder = env.store.batch_dir(partition_key, batch.batch_id)
-    console.print(f"batch {batch.batch_id}: {batch.counts}; provider calls {batch.provider_calls}; "
-                  f"files in {folder}")
+    console.print(f"batch {batch.batch_id}: {batch.counts}; {batch.provider_calls} provider call(s) "
+                  f"made for this batch so far; files in {folder}")
     md = [scorecard_markdown(card)]
     passed = True
     if (folder / "gate.json").exists():
@@ -417,7 +417,9 @@ def run(
     summary = _run(EVALUATION_GROUPS, {"ops": {"eval_attempts": {"config": op_config}}},
                    partition_key=loaded.partition_key, configs_dir=str(config.resolve().parent),
                    show_progress=True)
-    console.print(f"Dagster run {summary.run_id[:8]} in {summary.seconds:.1f} s")
+    calls = summary.materialized.get("eval_attempts", {}).get("provider_calls", 0)
+    console.print(f"Dagster run {summary.run_id[:8]} in {summary.seconds:.1f} s; this run made "
+                  f"{calls} provider call(s)")
     if not _show_evaluation(loaded.partition_key, markdown=report):
         fail("regression gate failed: accuracy dropped below the baseline without a recorded "
              "decision (evals/decisions.yaml)")
