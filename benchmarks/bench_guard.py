@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import statistics
 import sys
 import threading
@@ -65,7 +64,6 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
     path, as_of = resolve(args.snapshot)
     sqls = [c.reference_sql for c in load_golden(paths.GOLDEN_DIR).cases if c.reference_sql]

@@ -219,16 +219,18 @@ def golden_freeze(
 ) -> None:
     """Run reference SQL on the pinned snapshot and store expected results (never by hand)."""
     from sqleval_pipeline.golden.freeze import FreezeError, freeze_cases
-    from sqleval_pipeline.golden.loader import golden_files, load_golden, write_cases
+    from sqleval_pipeline.golden.loader import write_cases
 
     pinned, manifest, serving = _pinned()
     wanted = set(cases.split(",")) if cases else None
     gs = _load_golden(golden)
     if wanted and (unknown := wanted - set(gs.by_id())):
         fail(f"unknown case id(s): {', '.join(sorted(unknown))}")
+    by_file: dict[Path, list] = {}
+    for c in gs.cases:  # in file order
+        by_file.setdefault(gs.locations[c.id][0], []).append(c)
     n = 0
-    for f in golden_files(golden):
-        file_cases = load_golden(f).cases
+    for f, file_cases in by_file.items():
         todo = [c for c in file_cases if wanted is None or c.id in wanted]
         if not todo:
             continue
@@ -448,38 +450,27 @@ def demo() -> None:
     from sqleval_pipeline.judging.calibration import render_calibration
     from sqleval_pipeline.orchestrate import JUDGING_GROUPS
 
-    console.rule("judge calibration against human labels (evals/labels)")
-    summary = _run(JUDGING_GROUPS)
     from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.judging.calibration import CalibrationReport
 
-    report = ev.calibration_report(ev.environment())
-    if report is not None:
-        render_calibration(report, console)
+    console.rule("judge calibration against human labels (evals/labels)")
+    _run(JUDGING_GROUPS)
+    stored = ev.calibration_path(ev.environment())
+    if stored.exists():  # written by the judge_calibration asset that just ran
+        render_calibration(CalibrationReport.model_validate_json(stored.read_text()), console)
     console.print(f"Dagster runs are recorded in {paths.home().dagster_home}: `make ui` to browse "
                   "them and follow lineage from a scorecard back to the rows.")
 
 
-def _mount_optional(module: str, name: str, help_text: str) -> None:
-    """Mount sub-apps of later stages when their module is present."""
-    import importlib
+def _mount_subcommands() -> None:
+    from sqleval_pipeline.guard.cli import app as guard_app
+    from sqleval_pipeline.scoring.cli import app as scoring_app
 
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("sqleval_pipeline"):
-            return
-        raise
-    sub = getattr(mod, "app", None)
-    if sub is not None:
-        if name:
-            app.add_typer(sub, name=name, help=help_text)
-        else:
-            for cmd in sub.registered_commands:
-                app.registered_commands.append(cmd)
+    app.registered_commands.extend(scoring_app.registered_commands)  # scorecard, diff, gate
+    app.add_typer(guard_app, name="guardrails", help="Guarded execution and the hostile suite")
 
 
-_mount_optional("sqleval_pipeline.scoring.cli", "", "Scorecards, diffs and the regression gate")
-_mount_optional("sqleval_pipeline.guard.cli", "guardrails", "Guarded execution and the hostile suite")
+_mount_subcommands()
 
 
 def main() -> None:

@@ -119,15 +119,16 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
     info = open_batch(env.store, partition_key=loaded.partition_key, config_name=cfg.name,
                       config_version=loaded.version, snapshot_id=env.snapshot_id, cases=cases,
                       runs=runs, mode=mode, batch_id=batch_id)
-    catalog = cached_catalog(str(env.serving), env.as_of, cfg.context.sample_values)
-    glossary = load_glossary() if cfg.context.curation else None
-    template = None
-    if cfg.generator.kind in ("anthropic", "openai"):
-        template = paths.REPO_ROOT / cfg.context.prompt_template
-    builder = ContextBuilder(catalog, cfg.context, glossary, env.cases, template)
-    if info.status == "complete":
-        generator = None
-    else:
+    builder = generator = None
+    finished = info.status == "complete" and env.store.artifact(
+        info.partition_key, info.batch_id, "attempts.parquet").exists()
+    if not finished:  # a finished batch is reused as stored: nothing to build
+        catalog = cached_catalog(str(env.serving), env.as_of, cfg.context.sample_values)
+        glossary = load_glossary() if cfg.context.curation else None
+        template = None
+        if cfg.generator.kind in ("anthropic", "openai"):
+            template = paths.REPO_ROOT / cfg.context.prompt_template
+        builder = ContextBuilder(catalog, cfg.context, glossary, env.cases, template)
         generator = make_generator(loaded, catalog, glossary)
     try:
         return run_attempts(
@@ -148,7 +149,6 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
     """Run every SQL attempt of the batch through the guard (persisted once per batch)."""
     from sqleval_pipeline.guard.executor import GuardedExecutor
 
-    logging.getLogger("sqlglot").setLevel(logging.ERROR)  # generated SQL can be anything
     out_path = env.store.artifact(batch.partition_key, batch.batch_id, "executions.parquet")
     existing = load_artifact(out_path, Execution)
     if existing is not None:
@@ -158,8 +158,6 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
     todo = [a for a in attempts if a.kind == "sql"]
     log_path = env.store.artifact(batch.partition_key, batch.batch_id, "guard_log.jsonl")
     log_path.unlink(missing_ok=True)
-    results: dict[tuple, Execution] = {}
-    done = 0
     with GuardedExecutor(env.serving, as_of=env.as_of, policy_overrides=loaded.config.guard or None,
                          log_path=log_path) as guard:
         def one(a: Attempt) -> Execution:
@@ -167,14 +165,13 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
                                                   "case_id": a.case_id, "run_index": a.run_index})
             return res.to_execution(a.config_version, a.case_id, a.run_index)
 
-        workers = max(1, min(len(todo), getattr(guard.pool, "size", 2) or 2))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for a, ex in zip(todo, pool.map(one, todo), strict=True):
-                results[a.key] = ex
-                done += 1
+        executions: list[Execution] = []
+        # one thread per warm worker keeps the pool busy; map keeps the attempts' order
+        with ThreadPoolExecutor(max_workers=max(1, guard.pool.size)) as pool:
+            for ex in pool.map(one, todo):
+                executions.append(ex)
                 if progress:
-                    progress("executions", done, len(todo))
-    executions = [results[a.key] for a in todo]
+                    progress("executions", len(executions), len(todo))
     save_artifact(out_path, executions)
     return executions
 
@@ -387,11 +384,12 @@ def calibration_report(env: Environment, labels_dir: Path | None = None):
                 for d in diags:
                     by_judge.setdefault(d.judge, []).append(d)
                 break
-    report = calibrate(by_judge, labels, config_name_of=names)
-    from sqleval_pipeline.store import atomic_write_text
+    return calibrate(by_judge, labels, config_name_of=names)
 
-    atomic_write_text(env.store.root / "calibration.json", report.model_dump_json(indent=2) + "\n")
-    return report
+
+def calibration_path(env: Environment) -> Path:
+    """Where the judge_calibration asset keeps its report."""
+    return env.store.root / "calibration.json"
 
 
 def calibration_lines(report) -> list[str]:

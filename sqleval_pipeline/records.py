@@ -22,7 +22,7 @@ import os
 import tempfile
 import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -309,13 +309,3 @@ def load_records(path: str | os.PathLike[str], model: type[M]) -> list[M]:
     if stripped.startswith("["):
         return [model.model_validate(d) for d in json.loads(stripped)]
     return [model.model_validate_json(line) for line in text.splitlines() if line.strip()]
-
-
-def index_by_key(records: Iterable[AttemptKey]) -> dict[tuple[str, str, int], AttemptKey]:
-    """Map records by their attempt key; raises on duplicates (one record per attempt)."""
-    out: dict[tuple[str, str, int], AttemptKey] = {}
-    for r in records:
-        if r.key in out:
-            raise ValueError(f"duplicate record for attempt {r.key}")
-        out[r.key] = r
-    return out

@@ -79,6 +79,10 @@ class Store:
                     out.append(BatchInfo.model_validate_json(f.read_text()))
         return out
 
+    def get(self, partition_key: str, batch_id: str) -> BatchInfo | None:
+        f = self.batch_dir(partition_key, batch_id) / "batch.json"
+        return BatchInfo.model_validate_json(f.read_text()) if f.exists() else None
+
     def latest(self, partition_key: str, *, complete_only: bool = False) -> BatchInfo | None:
         bs = [b for b in self.batches(partition_key) if b.status == "complete" or not complete_only]
         return bs[-1] if bs else None

@@ -19,6 +19,22 @@ os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
 
+@pytest.fixture(autouse=True)
+def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loopback calls to the provider fakes must never go through a configured proxy."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+def fake_anthropic():
+    """A loopback fake of the Anthropic Messages API (tests/generation/fakes.py)."""
+    from tests.generation.fakes import FakeAnthropic
+
+    with FakeAnthropic() as fake:
+        yield fake
+
+
 @dataclass(frozen=True)
 class BuiltSnapshot:
     home: paths.Home

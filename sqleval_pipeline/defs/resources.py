@@ -27,6 +27,14 @@ class SqlevalHome(dg.ConfigurableResource):
     def home(self) -> paths.Home:
         return paths.Home(Path(self.root))
 
+    def environment(self):
+        """The evaluation environment (pinned snapshot, golden set, store) for these folders."""
+        from sqleval_pipeline.evaluation import environment
+
+        return environment(self.home, manifest_dir=Path(self.manifest_dir),
+                           golden_dir=Path(self.golden_dir), configs_dir=Path(self.configs_dir),
+                           decisions=Path(self.decisions_path))
+
 
 class OfflineDbtCliResource(DbtCliResource):
     """DbtCliResource that reads dbt's version from the package instead of running

@@ -254,9 +254,9 @@ class BaselineGenerator:
                 return Metric("count(DISTINCT city)", "cities", "dim_customers")
             for nouns, table in COUNT_NOUNS:
                 if any(phrase.startswith(n) or _has(phrase, n) for n in nouns):
-                    if table == "fct_orders" and self._mentions_units(phrase):
+                    if table == "fct_orders" and phrase.startswith("unit"):
                         return Metric("sum(units)", "units", "fct_orders")
-                    if phrase.startswith("units") or phrase.startswith("unit"):
+                    if phrase.startswith("unit"):
                         return Metric("sum(quantity)", "units", "fct_order_items")
                     return Metric("count(*)", self._count_alias(table), table)
             if phrase.startswith("unit"):
@@ -276,10 +276,6 @@ class BaselineGenerator:
         raise Unmappable("no metric, count or column matched")
 
     @staticmethod
-    def _mentions_units(phrase: str) -> bool:
-        return phrase.startswith("units") or phrase.startswith("unit")
-
-    @staticmethod
     def _count_alias(table: str) -> str:
         return {"fct_orders": "orders", "dim_customers": "customers", "dim_products": "products",
                 "fct_returns": "returns", "fct_order_items": "order_lines"}.get(table, "count")
@@ -289,14 +285,13 @@ class BaselineGenerator:
         return re.sub(r"[^a-z0-9]+", "_", term.lower()).strip("_")
 
     def _metric_table(self, term: Term, group) -> str | None:
+        """The table a glossary metric is computed on: a fact table, never a dashboard mart
+        (facts keep filters composable), and order lines when grouping by a product attribute."""
         wanted = {t for (t, _c) in (group[0] if group else [])}
-        for t in term.tables:
-            if t in self.columns and (not wanted & {"dim_products"} or t == "fct_order_items"
-                                      or t not in ("fct_orders", "mart_orders_daily")):
-                if t.startswith("mart_") and (wanted or True):
-                    continue  # marts are for dashboards; facts keep filters composable
-                return t
-        return next((t for t in term.tables if t in self.columns), None)
+        facts = [t for t in term.tables if t in self.columns and not t.startswith("mart_")]
+        if "dim_products" in wanted:
+            facts = [t for t in facts if t != "fct_orders"]
+        return facts[0] if facts else next((t for t in term.tables if t in self.columns), None)
 
     def _numeric_column(self, q: str) -> tuple[str, str] | None:
         toks = set(re.findall(r"[a-z]+", q))
@@ -351,8 +346,6 @@ class BaselineGenerator:
         used: set[str] = set()
         for _n, term, name in self._term_hits(q, "filter"):
             if term.term in used or not term.sql:
-                continue
-            if term.term == "completed orders" and name == "delivered" and False:
                 continue
             table = next((t for t in term.tables if t in plan.tables), None)
             if table is None:

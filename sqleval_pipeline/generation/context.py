@@ -185,10 +185,13 @@ class BM25:
             out.append(s)
         return out
 
-    def top(self, query: str, k: int, kind: str | None = None) -> list[Doc]:
+    def top(self, query: str, k: int, kind: str | None = None,
+            scores: list[float] | None = None) -> list[Doc]:
+        """The ``k`` best-scoring documents (of one ``kind``); pass ``scores`` to rank several
+        kinds for one query without scoring it again."""
+        scores = self.scores(query) if scores is None else scores
         ranked = sorted(
-            ((s, i) for i, s in enumerate(self.scores(query))
-             if kind is None or self.docs[i].kind == kind),
+            ((s, i) for i, s in enumerate(scores) if kind is None or self.docs[i].kind == kind),
             key=lambda x: (-x[0], x[1]),
         )
         return [self.docs[i] for s, i in ranked[:k] if s > 0]
@@ -233,6 +236,9 @@ class ContextBuilder:
             docs += [Doc("glossary", t.term, f"{t.term} {' '.join(t.aliases)} {t.definition}")
                      for t in self.glossary.terms]
         docs += [Doc("example", e.case_id, e.question) for e in self.examples]
+        self._terms = {t.term: t for t in self.glossary.terms} if self.glossary else {}
+        self._examples = {e.case_id: e for e in self.examples}
+        self._built: dict[tuple[str, str], GenerationContext] = {}
         self.index = BM25(docs)
         self.template = None
         if template_path is not None:
@@ -241,21 +247,29 @@ class ContextBuilder:
             self.template = env.from_string(template_path.read_text(encoding="utf-8"))
 
     def build(self, case_id: str, question: str, run_index: int) -> GenerationContext:
+        """The context of one attempt. Every run of a case sees the same context, so it is
+        built once per case and reused for the other runs."""
+        key = (case_id, question)
+        if key not in self._built:  # concurrent first builds of one case are harmless
+            self._built[key] = self._context(case_id, question)
+        return self._built[key].model_copy(update={"run_index": run_index})
+
+    def _context(self, case_id: str, question: str) -> GenerationContext:
         k = self.settings.retrieval_k
-        tables = [d.key for d in self.index.top(question, k, "table")] if k else []
+        scores = self.index.scores(question)
+        tables = [d.key for d in self.index.top(question, k, "table", scores)] if k else []
         schema = self.catalog.render(curated=self.settings.curation, only=tables or None)
         glossary = None
         if self.glossary:
-            terms = {t.term: t for t in self.glossary.terms}
-            picked = [terms[d.key] for d in self.index.top(question, k or len(terms), "glossary")]
+            picked = [self._terms[d.key] for d in
+                      self.index.top(question, k or len(self._terms), "glossary", scores)]
             # refusal guidance is always included when curated: it is the system's brake
             picked += [t for t in self.glossary.terms if t.kind == "refusal" and t not in picked]
             glossary = "\n".join(glossary_text(t) for t in picked)
-        by_id = {e.case_id: e for e in self.examples}
-        shots = [by_id[d.key] for d in self.index.top(question, self.settings.few_shot_examples + 1,
-                                                      "example") if d.key != case_id]
-        shots = shots[: self.settings.few_shot_examples]
-        ctx = GenerationContext(case_id=case_id, run_index=run_index, question=question,
+        shots = [self._examples[d.key] for d in
+                 self.index.top(question, self.settings.few_shot_examples + 1, "example", scores)
+                 if d.key != case_id][: self.settings.few_shot_examples]
+        ctx = GenerationContext(case_id=case_id, run_index=0, question=question,
                                 as_of=self.catalog.as_of, schema_context=schema,
                                 glossary_context=glossary, examples=shots)
         if self.template is not None:

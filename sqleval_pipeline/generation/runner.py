@@ -22,6 +22,7 @@ from pathlib import Path
 
 from sqleval_pipeline.generation.base import Generator, ProviderError
 from sqleval_pipeline.generation.context import ContextBuilder
+from sqleval_pipeline.generation.retry import call_with_retries
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.records import Attempt, load_records, save_records
 from sqleval_pipeline.store import BatchInfo, Store, atomic_write_text
@@ -58,8 +59,6 @@ class _Counter:
 
 
 def _call(generator: Generator, ctx, max_retries: int, calls: _Counter, sleep):
-    from sqleval_pipeline.generation.retry import call_with_retries
-
     def once():
         calls.inc()
         return generator.generate(ctx)
@@ -92,11 +91,13 @@ def make_attempt(case: Case, run_index: int, *, config_version: str, batch_id: s
 
 
 def run_attempts(
-    *, store: Store, info: BatchInfo, cases: Sequence[Case], generator: Generator,
-    builder: ContextBuilder, concurrency: int, max_retries: int,
+    *, store: Store, info: BatchInfo, cases: Sequence[Case], generator: Generator | None,
+    builder: ContextBuilder | None, concurrency: int, max_retries: int,
     on_progress: Callable[[int, int], None] | None = None, sleep=time.sleep,
 ) -> RunResult:
-    """Fill the batch with attempts (resuming), consolidate, and mark it complete."""
+    """Fill the batch with attempts (resuming), consolidate, and mark it complete.
+
+    A complete batch is returned as stored; ``generator`` and ``builder`` may then be None."""
     started = time.perf_counter()
     bdir = store.batch_dir(info.partition_key, info.batch_id)
     final = bdir / "attempts.parquet"
@@ -139,7 +140,7 @@ def run_attempts(
             if on_progress:
                 on_progress(len(done), total)
     attempts = [done[(cid, r)] for cid in info.case_ids for r in range(info.runs)]
-    save_records(final, attempts) if attempts else final.write_bytes(b"")
+    save_records(final, attempts)  # a batch always has cases (select_cases refuses none)
     counts: dict[str, int] = {}
     for a in attempts:
         counts[a.kind] = counts.get(a.kind, 0) + 1
@@ -166,10 +167,10 @@ def open_batch(store: Store, *, partition_key: str, config_name: str, config_ver
     gh = golden_hash(cases)
     ids = [c.id for c in cases]
     if batch_id:
-        found = [b for b in store.batches(partition_key) if b.batch_id == batch_id]
-        if not found:
+        found = store.get(partition_key, batch_id)
+        if found is None:
             raise ValueError(f"no batch {batch_id} for {partition_key}")
-        return found[0]
+        return found
     if mode == "latest":
         for b in reversed(store.batches(partition_key)):
             if b.snapshot_id == snapshot_id and b.golden_hash == gh and b.case_ids == ids \

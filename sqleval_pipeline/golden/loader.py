@@ -50,9 +50,6 @@ class GoldenSet:
     def domains(self) -> list[str]:
         return sorted({p.stem for p, _ in self.locations.values()})
 
-    def snapshot_ids(self) -> set[str]:
-        return {c.snapshot_id for c in self.cases if c.snapshot_id}
-
 
 _HINTS = {
     "literal_error": "use one of the allowed values",

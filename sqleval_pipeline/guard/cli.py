@@ -77,7 +77,6 @@ def run(
     from sqleval_pipeline.guard.sandbox import SandboxError
 
     logging.getLogger("sqleval_pipeline.guard").setLevel(logging.WARNING)
-    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     path, as_of = _resolve_snapshot(snapshot)
     try:
         suite = load_cases(cases or None)
@@ -136,7 +135,6 @@ def check(sql: Annotated[str, typer.Argument(help="SQL text to check with the st
     from sqleval_pipeline.guard.policy import load_policy
     from sqleval_pipeline.guard.statement_filter import StatementFilter
 
-    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     v = StatementFilter(load_policy()).check(sql)
     if v.allowed:
         console.print(f"[green]allowed[/] (tables: {', '.join(v.tables) or '-'}; {v.elapsed_ms:.2f} ms)")

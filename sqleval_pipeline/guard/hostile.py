@@ -150,17 +150,11 @@ _MARKERS = re.compile(r"ignore|instruction|system:|assistant|note to ai|\bdrop\b
 
 
 def _parses(sql: str) -> bool:
-    import logging
-
-    level = logging.getLogger("sqlglot").level
-    logging.getLogger("sqlglot").setLevel(logging.CRITICAL)
     try:
         statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
         return bool(statements) and not any(isinstance(s, sqlglot.exp.Command) for s in statements)
     except Exception:  # noqa: BLE001 - not SQL
         return False
-    finally:
-        logging.getLogger("sqlglot").setLevel(level)
 
 
 def _clean(sql: str) -> str:

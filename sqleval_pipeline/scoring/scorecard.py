@@ -219,19 +219,6 @@ class Scorecard(BaseModel):
     def load(cls, path: str | os.PathLike[str]) -> Scorecard:
         return cls.from_json(Path(path).read_text(encoding="utf-8"))
 
-    def headline(self) -> str:
-        def pct(x: float | None) -> str:
-            return "n/a" if x is None else f"{100 * x:.1f}%"
-
-        dev = self.by_split.get("dev")
-        held = self.by_split.get("heldout")
-        tuned = " (tuned)" if self.tuned else ""
-        return (
-            f"{self.config_version}: accuracy {pct(self.overall.accuracy.value)}{tuned}, strict "
-            f"{pct(self.overall.strict_accuracy.value)}; dev {pct(dev.accuracy.value if dev else None)}, "
-            f"heldout {pct(held.accuracy.value if held else None)}; flip {pct(self.case_flip_rate.value)}"
-        )
-
 
 # --------------------------------------------------------------------------- counting
 

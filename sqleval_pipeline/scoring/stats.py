@@ -16,7 +16,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import binomtest, norm
 
 DEFAULT_SEED = 20240917
 DEFAULT_RESAMPLES = 2000
@@ -111,6 +110,8 @@ def mcnemar_exact(b: int, c: int) -> float:
     """
     if b + c == 0:
         return 1.0
+    from scipy.stats import binomtest  # 0.6 s to import: only when a diff needs it
+
     return float(binomtest(c, b + c, 0.5, alternative="two-sided").pvalue)
 
 
@@ -123,6 +124,8 @@ def cases_needed(delta: float, discordance: float, *, alpha: float = 0.05, power
     if not 0 < delta < 1:
         raise ValueError("delta must be in (0, 1)")
     p_d = min(1.0, max(discordance, delta))
+    from scipy.stats import norm
+
     z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
     var = max(p_d - delta * delta, 1e-12)
     return int(math.ceil(z * z * var / (delta * delta)))

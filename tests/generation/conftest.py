@@ -1,4 +1,5 @@
-"""Fixtures: loopback fakes of the providers (started per test, NO_PROXY set) and a case context."""
+"""Fixtures: loopback fakes of the OpenAI API and a team service, and a case context (the
+Anthropic fake and the NO_PROXY setting are in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from sqleval_pipeline.generation.base import GenerationContext
-from tests.generation.fakes import FakeAnthropic, FakeOpenAI, FakeTextToSqlService, make_context
-
-
-@pytest.fixture(autouse=True)
-def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Loopback calls must never go through a proxy configured in the environment."""
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-
-
-@pytest.fixture
-def fake_anthropic() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as fake:
-        yield fake
+from tests.generation.fakes import FakeOpenAI, FakeTextToSqlService, make_context
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ contained quickly; the mechanism is the one production uses.
 
 from __future__ import annotations
 
-import logging
 
 import pytest
 
@@ -16,11 +15,6 @@ from sqleval_pipeline.guard.statement_filter import StatementFilter
 from sqleval_pipeline.snapshot import file_checksum
 
 TEST_OVERRIDES = {"limits": {"statement_timeout_s": 1.5, "kill_grace_s": 0.5}}
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _quiet_sqlglot():
-    logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 
 @pytest.fixture(scope="session")

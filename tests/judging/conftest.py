@@ -1,8 +1,7 @@
-"""Fixtures for the judge lane: a loopback Anthropic fake and small hand-made judge inputs."""
+"""Fixtures for the judge lane: small hand-made judge inputs (the Anthropic fake is in tests/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 import pytest
 
@@ -10,25 +9,12 @@ from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.judging.base import JudgeInput
 from sqleval_pipeline.records import Attempt, Execution, Grade
 from sqleval_pipeline.results import ResultSet
-from tests.generation.fakes import FakeAnthropic
 
 QUESTION = "What was net revenue from UPI orders last month?"
 REFERENCE_SQL = ("SELECT sum(revenue_inr) FROM marts.mart_orders_daily "
                  "WHERE payment_method = 'unified_payments' AND order_date >= DATE '2025-05-01'")
 SYSTEM_SQL = ("SELECT sum(revenue_inr) FROM marts.mart_orders_daily "
               "WHERE payment_method = 'upi' AND order_date >= DATE '2025-05-01'")
-
-
-@pytest.fixture(autouse=True)
-def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-
-
-@pytest.fixture
-def fake_anthropic() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as fake:
-        yield fake
 
 
 def make_item(case_id: str = "q07", run_index: int = 0, *, rows: int = 10,

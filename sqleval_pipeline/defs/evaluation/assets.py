@@ -4,30 +4,22 @@ Thin wrappers over :mod:`sqleval_pipeline.evaluation`; each returns the batch it
 (a small dict, kept by Dagster's IO manager) so the next stage reads that batch's files.
 """
 
-from pathlib import Path
-
 import dagster as dg
 
 from sqleval_pipeline import evaluation as ev
 from sqleval_pipeline import progress
 from sqleval_pipeline.defs.evaluation.partitions import config_versions
 from sqleval_pipeline.defs.resources import SqlevalHome
-from sqleval_pipeline.store import BatchInfo
 
 
-def _env(sqleval: SqlevalHome) -> ev.Environment:
-    return ev.environment(sqleval.home, manifest_dir=Path(sqleval.manifest_dir),
-                          golden_dir=Path(sqleval.golden_dir),
-                          configs_dir=Path(sqleval.configs_dir),
-                          decisions=Path(sqleval.decisions_path))
-
-
-def _batch(env: ev.Environment, ref: dict) -> BatchInfo:
-    for b in env.store.batches(ref["partition_key"]):
-        if b.batch_id == ref["batch_id"]:
-            return b
-    raise ev.EvaluationError(f"batch {ref['batch_id']} of {ref['partition_key']} is missing from "
-                             f"{env.store.root}; re-materialize eval_attempts")
+def _stage(context: dg.AssetExecutionContext, sqleval: SqlevalHome, ref: dict):
+    """(environment, configuration, batch) for a stage that continues the batch ``ref``."""
+    env = sqleval.environment()
+    batch = env.store.get(ref["partition_key"], ref["batch_id"])
+    if batch is None:
+        raise ev.EvaluationError(f"batch {ref['batch_id']} of {ref['partition_key']} is missing "
+                                 f"from {env.store.root}; re-materialize eval_attempts")
+    return env, ev.find_config(env, context.partition_key), batch
 
 
 class AttemptsConfig(dg.Config):
@@ -44,7 +36,7 @@ class AttemptsConfig(dg.Config):
 def eval_attempts(context: dg.AssetExecutionContext, config: AttemptsConfig,
                   sqleval: SqlevalHome) -> dict:
     """The system's answers (SQL or refusal) for every case × run of this configuration."""
-    env = _env(sqleval)
+    env = sqleval.environment()
     loaded = ev.find_config(env, context.partition_key)
     run = ev.stage_attempts(env, loaded, mode=config.batch, runs=config.runs,
                             case_ids=config.case_ids, split=config.split,
@@ -62,9 +54,7 @@ def eval_attempts(context: dg.AssetExecutionContext, config: AttemptsConfig,
 def eval_executions(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
                     eval_attempts: dict) -> dict:
     """Every SQL attempt run through the guard: rows, or a refusal by a named layer."""
-    env = _env(sqleval)
-    loaded = ev.find_config(env, context.partition_key)
-    batch = _batch(env, eval_attempts)
+    env, loaded, batch = _stage(context, sqleval, eval_attempts)
     execs = ev.stage_executions(env, loaded, batch, progress.reporter())
     status: dict[str, int] = {}
     for e in execs:
@@ -78,8 +68,8 @@ def eval_executions(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
 def eval_grades(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
                 eval_executions: dict) -> dict:
     """Each attempt's outcome (CORRECT … ERROR) under the written-down grading rules."""
-    env = _env(sqleval)
-    grades = ev.stage_grades(env, _batch(env, eval_executions))
+    env, _loaded, batch = _stage(context, sqleval, eval_executions)
+    grades = ev.stage_grades(env, batch)
     outcomes: dict[str, int] = {}
     for g in grades:
         outcomes[str(g.outcome)] = outcomes.get(str(g.outcome), 0) + 1
@@ -92,9 +82,8 @@ def eval_grades(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
 def eval_diagnoses(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
                    eval_grades: dict) -> dict:
     """Why each failed attempt failed: rules judge (always) and LLM judge (``judge: llm``)."""
-    env = _env(sqleval)
-    loaded = ev.find_config(env, context.partition_key)
-    diagnoses = ev.stage_diagnoses(env, loaded, _batch(env, eval_grades), progress.reporter())
+    env, loaded, batch = _stage(context, sqleval, eval_grades)
+    diagnoses = ev.stage_diagnoses(env, loaded, batch, progress.reporter())
     hist: dict[str, dict[str, int]] = {}
     for d in diagnoses:
         hist.setdefault(d.judge, {}).setdefault(d.category, 0)
@@ -109,9 +98,7 @@ def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
     """Accuracy with cluster-bootstrap intervals, per slice, over runs; refusals and errors apart."""
     from sqleval_pipeline.scoring.render import scorecard_markdown
 
-    env = _env(sqleval)
-    loaded = ev.find_config(env, context.partition_key)
-    batch = _batch(env, eval_diagnoses)
+    env, loaded, batch = _stage(context, sqleval, eval_diagnoses)
     card = ev.stage_scorecard(env, loaded, batch)
     overall = card.overall
     context.add_output_metadata({
@@ -134,9 +121,7 @@ def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome, eval_scor
     from sqleval_pipeline.scoring import load_scorecard
     from sqleval_pipeline.scoring.render import diff_markdown, gate_markdown
 
-    env = _env(sqleval)
-    loaded = ev.find_config(env, context.partition_key)
-    batch = _batch(env, eval_scorecard)
+    env, loaded, batch = _stage(context, sqleval, eval_scorecard)
     card = load_scorecard(env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json"))
     comparison, result, base = ev.stage_gate(env, loaded, batch, card)
     if result is None:

@@ -2,7 +2,6 @@
 serving snapshot must be byte-for-byte unchanged afterwards (both blocking checks)."""
 
 import json
-import logging
 from pathlib import Path
 
 import dagster as dg
@@ -32,10 +31,6 @@ def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
     from sqleval_pipeline.guard.executor import GuardedExecutor
     from sqleval_pipeline.guard.hostile import load_cases, run_suite
 
-    logging.getLogger("sqleval_pipeline.guard").setLevel(logging.WARNING)
-    # hostile commands make sqlglot warn "falling back to parsing as a Command"; the filter
-    # refuses them anyway, so these warnings are noise on the console
-    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     _pinned, manifest, path = snap.pinned_snapshot(Path(sqleval.manifest_dir),
                                                    sqleval.home.snapshot_dir)
     suite = load_cases(None)

@@ -1,7 +1,5 @@
 """Judge calibration: agreement of each judge with the human labels in evals/labels/."""
 
-from pathlib import Path
-
 import dagster as dg
 
 from sqleval_pipeline import evaluation as ev
@@ -20,9 +18,12 @@ def judge_calibration(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     the two judges' disagreement table (newest diagnoses of each labelled configuration)."""
     from sqleval_pipeline.judging.calibration import calibration_markdown
 
-    env = ev.environment(sqleval.home, manifest_dir=Path(sqleval.manifest_dir),
-                         golden_dir=Path(sqleval.golden_dir), configs_dir=Path(sqleval.configs_dir))
+    env = sqleval.environment()
     report = ev.calibration_report(env)
+    if report is not None:
+        from sqleval_pipeline.store import atomic_write_text
+
+        atomic_write_text(ev.calibration_path(env), report.model_dump_json(indent=2) + "\n")
     if report is None:
         yield dg.MaterializeResult(metadata={"labels": 0})
         yield dg.AssetCheckResult(check_name="judges_calibrated", passed=False,

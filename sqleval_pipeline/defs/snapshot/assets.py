@@ -1,11 +1,8 @@
 """The pinned serving snapshot: GX-validated marts frozen into a read-only DuckDB file."""
 
-
-import json
 from pathlib import Path
 
 import dagster as dg
-from dagster_dbt import get_asset_key_for_model
 
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.defs.resources import SqlevalHome, dbt_project
@@ -14,15 +11,10 @@ from sqleval_pipeline.warehouse.rawgen import AS_OF
 
 
 def mart_keys() -> list[dg.AssetKey]:
-    """Asset keys of every dbt model in the allowlisted (served) schemas."""
-    manifest = json.loads(Path(dbt_project().manifest_path).read_text())
-    names = sorted(
-        node["name"]
-        for node in manifest["nodes"].values()
-        if node["resource_type"] == "model"
-        and node["config"].get("schema") in snap.ALLOWLISTED_SCHEMAS
-    )
-    return [get_asset_key_for_model([commerce_dbt_models], n) for n in names]
+    """Asset keys of the dbt models in the served (allowlisted) schemas: the translator puts
+    each model in the group named after its schema."""
+    return sorted((spec.key for spec in commerce_dbt_models.specs
+                   if spec.group_name in snap.ALLOWLISTED_SCHEMAS), key=lambda k: k.path)
 
 
 class SnapshotConfig(dg.Config):
