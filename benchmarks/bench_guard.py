@@ -53,7 +53,7 @@ def resolve(snapshot: Path | None):
     mpath = snap.manifest_path(paths.SNAPSHOT_MANIFEST_DIR, snapshot.stem)
     if mpath.exists():
         return snapshot, snap.SnapshotManifest.from_file(mpath).as_of
-    from sqleval_pipeline.warehouse.rawgen import AS_OF
+    from sqleval_pipeline.demo.rawgen import AS_OF
 
     return snapshot, AS_OF
 

@@ -131,6 +131,9 @@ class Configuration(_Strict):
     timeout_s: float = Field(default=60.0, gt=0, description="per provider call")
     max_retries: int = Field(default=4, ge=0, le=10)
     guard: dict[str, Any] = Field(default_factory=dict, description="guard policy overrides")
+    dialect: str | None = Field(default=None, description="SQL dialect the system answers in "
+                                "(snowflake, bigquery, postgres, …): transpiled to DuckDB with "
+                                "sqlglot before the guard; both texts are stored")
     judge: Literal["rules", "llm", "none"] = "rules"
     judge_model: str | None = None
     active: bool = Field(default=True, description="re-evaluated by the nightly schedule")
@@ -160,11 +163,11 @@ class Configuration(_Strict):
     # --- files the configuration depends on ---------------------------------------------
 
     def referenced_files(self, root: Path = paths.REPO_ROOT) -> dict[str, Path]:
+        """Files (relative to the project directory ``root``) whose text is part of the
+        version. The glossary is versioned by its content instead (:func:`config_version`)."""
         files: dict[str, Path] = {}
         if self.generator.kind in ("anthropic", "openai"):
             files["prompt_template"] = root / self.context.prompt_template
-        if self.context.curation:
-            files["glossary"] = paths.GLOSSARY_PATH
         if self.generator.kind == "recorded":
             files["recorded"] = root / self.generator.path
         return files
@@ -201,8 +204,10 @@ def canonical_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def config_version(config: Configuration, root: Path = paths.REPO_ROOT) -> str:
-    """8 hex digits over the canonical configuration and the text of its referenced files.
+def config_version(config: Configuration, root: Path = paths.REPO_ROOT,
+                   glossary_digest: str | None = None) -> str:
+    """8 hex digits over the canonical configuration, the text of its referenced files and,
+    with curation on, the content of the glossary it feeds (``glossary_digest``).
 
     Only what defines the system under test and how its answers are executed counts
     (generator and its settings, context, runs, guard overrides). Operational and reporting
@@ -219,6 +224,8 @@ def config_version(config: Configuration, root: Path = paths.REPO_ROOT) -> str:
                               f"'{config.name}' does not exist") from None
         h.update(f"\n{label}\n".encode())
         h.update(hashlib.sha256(text).digest())
+    if config.context.curation:
+        h.update(f"\nglossary\n{glossary_digest or 'none'}".encode())
     return h.hexdigest()[:8]
 
 
@@ -227,8 +234,17 @@ def _yaml_line(text: str, field: str) -> int | None:
     return text[: m.start()].count("\n") + 1 if m else None
 
 
-def load_config(path: Path, root: Path = paths.REPO_ROOT) -> LoadedConfig:
-    """Load and version one configuration file; errors name the file, line and field."""
+def load_config(path: Path, root: Path | None = None, *, project: Any = None) -> LoadedConfig:
+    """Load and version one configuration file; errors name the file, line and field.
+
+    Paths in it are relative to the project directory (``root``, default: the current
+    project's); with curation on, the project's glossary content is part of the version."""
+    if project is None and root is None:
+        from sqleval_pipeline.project import current
+
+        project = current()
+    if root is None:
+        root = project.root
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -255,11 +271,35 @@ def load_config(path: Path, root: Path = paths.REPO_ROOT) -> LoadedConfig:
             where = f"{path}:{line}" if line else str(path)
             msgs.append(f"{where}: field '{field}': {e['msg']}")
         raise ConfigError("\n".join(msgs)) from exc
-    return LoadedConfig(config=config, path=path, version=config_version(config, root))
+    digest = None
+    if config.context.curation and project is not None:
+        from sqleval_pipeline.glossary import GlossaryError, glossary_digest
+
+        try:
+            digest = glossary_digest(project)
+        except GlossaryError as exc:
+            raise ConfigError(f"{path}: field 'context.curation' is on but the project's "
+                              f"glossary cannot be loaded: {exc}") from exc
+    return LoadedConfig(config=config, path=path, version=config_version(config, root, digest))
 
 
-def load_configs(directory: Path = paths.EVALS_DIR / "configs") -> list[LoadedConfig]:
-    configs = [load_config(p) for p in sorted(directory.glob("*.yaml"))]
+def load_configs(directory: Path | None = None, *, project: Any = None,
+                 errors: list[str] | None = None) -> list[LoadedConfig]:
+    """Every configuration of a folder (default: the current project's). With ``errors``
+    a broken file is reported there and the others still load; without, it raises."""
+    if project is None:
+        from sqleval_pipeline.project import current
+
+        project = current()
+    directory = directory or project.configs_dir
+    configs = []
+    for p in sorted(directory.glob("*.yaml")):
+        try:
+            configs.append(load_config(p, project.root, project=project))
+        except ConfigError as exc:
+            if errors is None:
+                raise
+            errors.append(str(exc))
     names: dict[str, Path] = {}
     for c in configs:
         if c.name in names:

@@ -21,6 +21,8 @@ from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.configs import ConfigError, LoadedConfig, load_configs
 from sqleval_pipeline.golden.loader import load_golden
 from sqleval_pipeline.golden.model import Case
+from sqleval_pipeline.project import Project
+from sqleval_pipeline.project import current as current_project
 from sqleval_pipeline.records import Attempt, Execution, Grade, load_records, save_records
 from sqleval_pipeline.store import BatchInfo, Store
 
@@ -34,7 +36,7 @@ class EvaluationError(RuntimeError):
 
 @dataclass(frozen=True)
 class Environment:
-    """The pinned inputs every evaluation stage shares."""
+    """The pinned inputs every evaluation stage shares, for one project."""
 
     snapshot_id: str
     serving: Path
@@ -43,27 +45,42 @@ class Environment:
     store: Store
     configs_dir: Path
     decisions: Path
+    project: Project
+    manifest: snap.SnapshotManifest
+
+    def policy(self, overrides: dict | None = None):
+        """The project's guard policy over this snapshot, with a configuration's overrides."""
+        from sqleval_pipeline.guard.policy import project_policy
+
+        return project_policy(self.project, self.manifest, overrides)
+
+    @property
+    def labels_dir(self) -> Path:
+        return self.project.labels_dir
 
 
-def environment(home: paths.Home | None = None, *, manifest_dir: Path | None = None,
-                golden_dir: Path | None = None, configs_dir: Path | None = None,
-                decisions: Path | None = None) -> Environment:
-    home = home or paths.home()
-    manifest_dir = manifest_dir or paths.SNAPSHOT_MANIFEST_DIR
+def environment(project: Project | None = None, *, home: paths.Home | None = None,
+                manifest_dir: Path | None = None, golden_dir: Path | None = None,
+                configs_dir: Path | None = None, decisions: Path | None = None) -> Environment:
+    """The evaluation environment of a project (default: the current one); the keyword
+    arguments override where its files are (tests use temporary folders)."""
+    project = project or current_project()
+    home = home or project.home
+    manifest_dir = manifest_dir or project.manifest_dir
     try:
         pinned, manifest, serving = snap.pinned_snapshot(manifest_dir, home.snapshot_dir)
     except snap.SnapshotError as exc:
         raise EvaluationError(str(exc)) from exc
     if not serving.exists():
         raise EvaluationError(f"serving snapshot {serving} is missing; run `sqleval build`")
-    golden = load_golden(golden_dir or paths.GOLDEN_DIR)
+    golden = load_golden(golden_dir or project.golden_dir, difficulties=project.difficulties)
     stale = sorted(c.id for c in golden.cases if c.answerable and c.snapshot_id not in (None, pinned))
     if stale:
         raise EvaluationError(f"golden cases frozen against another snapshot than {pinned}: "
                               f"{', '.join(stale[:10])}; re-freeze after review")
     return Environment(pinned, serving, manifest.as_of, golden.cases, Store(home.store),
-                       configs_dir or paths.EVALS_DIR / "configs",
-                       decisions or paths.EVALS_DIR / "decisions.yaml")
+                       configs_dir or project.configs_dir, decisions or project.decisions_path,
+                       project, manifest)
 
 
 def select_cases(cases: Sequence[Case], *, case_ids: Sequence[str] | None = None,
@@ -86,11 +103,14 @@ def select_cases(cases: Sequence[Case], *, case_ids: Sequence[str] | None = None
 
 
 def find_config(env: Environment, partition_key: str) -> LoadedConfig:
-    """The configuration whose *current* version is ``partition_key`` (``name@hash8``)."""
+    """The configuration whose *current* version is ``partition_key`` (``name@hash8``). An
+    unrelated configuration that fails to load does not stop this one."""
     name, _, version = partition_key.partition("@")
-    configs = {c.name: c for c in load_configs(env.configs_dir)}
+    errors: list[str] = []
+    configs = {c.name: c for c in load_configs(env.configs_dir, project=env.project, errors=errors)}
     if name not in configs:
-        raise EvaluationError(f"no configuration named {name!r} in {env.configs_dir}")
+        hint = ("; these configuration files could not be loaded:\n  " + "\n  ".join(errors)) if errors else ""
+        raise EvaluationError(f"no configuration named {name!r} in {env.configs_dir}{hint}")
     loaded = configs[name]
     if version and loaded.version != version:
         raise ConfigError(
@@ -111,7 +131,7 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
     from sqleval_pipeline.generation import make_generator
     from sqleval_pipeline.generation.context import ContextBuilder, cached_catalog
     from sqleval_pipeline.generation.runner import open_batch, run_attempts
-    from sqleval_pipeline.glossary import load_glossary
+    from sqleval_pipeline.glossary import project_glossary
 
     cfg = loaded.config
     cases = select_cases(env.cases, case_ids=case_ids, split=split)
@@ -123,13 +143,14 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
     finished = info.status == "complete" and env.store.artifact(
         info.partition_key, info.batch_id, "attempts.parquet").exists()
     if not finished:  # a finished batch is reused as stored: nothing to build
-        catalog = cached_catalog(str(env.serving), env.as_of, cfg.context.sample_values)
-        glossary = load_glossary() if cfg.context.curation else None
+        catalog = cached_catalog(str(env.serving), env.as_of, cfg.context.sample_values,
+                                 str(env.project.models_dir), env.manifest.serving_schema)
+        glossary = project_glossary(env.project) if cfg.context.curation else None
         template = None
         if cfg.generator.kind in ("anthropic", "openai"):
-            template = paths.REPO_ROOT / cfg.context.prompt_template
+            template = env.project.root / cfg.context.prompt_template
         builder = ContextBuilder(catalog, cfg.context, glossary, env.cases, template)
-        generator = make_generator(loaded, catalog, glossary)
+        generator = make_generator(loaded, catalog, glossary, root=env.project.root)
     try:
         return run_attempts(
             store=env.store, info=info, cases=cases, generator=generator, builder=builder,
@@ -158,7 +179,7 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
     todo = [a for a in attempts if a.kind == "sql"]
     log_path = env.store.artifact(batch.partition_key, batch.batch_id, "guard_log.jsonl")
     log_path.unlink(missing_ok=True)
-    with GuardedExecutor(env.serving, as_of=env.as_of, policy_overrides=loaded.config.guard or None,
+    with GuardedExecutor(env.serving, as_of=env.as_of, policy=env.policy(loaded.config.guard or None),
                          log_path=log_path) as guard:
         def one(a: Attempt) -> Execution:
             res = guard.execute(a.sql, log_extra={"config_version": a.config_version,
@@ -365,13 +386,13 @@ def calibration_report(env: Environment, labels_dir: Path | None = None):
     from sqleval_pipeline.judging.calibration import calibrate, load_labels
     from sqleval_pipeline.records import Diagnosis
 
-    labels_dir = labels_dir or paths.EVALS_DIR / "labels"
+    labels_dir = labels_dir or env.labels_dir
     if not labels_dir.exists() or not any(labels_dir.glob("*.jsonl")):
         return None
     labels = load_labels(labels_dir)
     by_judge: dict[str, list] = {}
     names: dict[str, str] = {}
-    configs = {c.name: c for c in load_configs(env.configs_dir)}
+    configs = {c.name: c for c in load_configs(env.configs_dir, project=env.project, errors=[])}
     for name in sorted({lab.config_name for lab in labels}):
         loaded = configs.get(name)
         if loaded is None:

@@ -1,4 +1,9 @@
-"""The curated business glossary (``dbt_project/glossary.yml``): model and loader."""
+"""The curated business glossary (the "semantic layer" a curated configuration feeds the
+system under test): model, loader, and the project's effective glossary.
+
+A project's glossary comes from its dbt semantic layer (semantic models and metrics, see
+:mod:`sqleval_pipeline.semantic`) when it has one, overridden and extended term by term by
+the hand-written file ``paths.glossary`` names in ``sqleval.yaml`` (optional)."""
 
 from __future__ import annotations
 
@@ -9,6 +14,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sqleval_pipeline.paths import GLOSSARY_PATH
+
+import hashlib
+from typing import Any
 
 Kind = Literal["metric", "filter", "dimension", "time_window", "refusal"]
 
@@ -64,3 +72,36 @@ def load_glossary(path: Path = GLOSSARY_PATH) -> Glossary:
                     pass
             msgs.append(f"{path}: {where}: {err['msg']}")
         raise GlossaryError("\n".join(msgs)) from exc
+
+
+def project_glossary(project: Any) -> Glossary | None:
+    """The effective glossary of a project (see module doc); None when it has neither a dbt
+    semantic layer nor a glossary file."""
+    override = None
+    if project.glossary_path is not None:
+        override = load_glossary(project.glossary_path)
+    semantic = None
+    try:
+        from sqleval_pipeline import semantic as sem
+    except ImportError:  # pragma: no cover - the module ships with the package
+        sem = None
+    if sem is not None:
+        from sqleval_pipeline.warehouse import dbt
+
+        manifest = dbt.load_manifest(project)
+        if manifest.get("semantic_models"):
+            built = sem.glossary_from_manifest(manifest)
+            semantic = getattr(built, "glossary", built)
+            if isinstance(semantic, tuple):
+                semantic = semantic[0]
+        if semantic is not None or override is not None:
+            return sem.merge_glossaries(semantic, override)
+    return override
+
+
+def glossary_digest(project: Any) -> str | None:
+    """A content hash of the project's effective glossary (part of a curated version)."""
+    g = project_glossary(project)
+    if g is None:
+        return None
+    return hashlib.sha256(g.model_dump_json().encode()).hexdigest()[:16]

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqleval_pipeline import paths
+from sqleval_pipeline.project import Project
+from sqleval_pipeline.project import current as current_project
 
 
 class RunFailed(RuntimeError):
@@ -52,26 +54,28 @@ def _root_message(err) -> str:
     return re.sub(r"^(?:[a-z_][\w]*\.)+(?=[A-Z]\w*: )", "", msg)
 
 
-WAREHOUSE_GROUPS = ["raw", "staging", "marts", "sensitive"]
+#: raw-data step, seeds and sources; every other dbt model; the served dbt models
+WAREHOUSE_GROUPS = ["raw", "warehouse", "served"]
 FOUNDATION_GROUPS = [*WAREHOUSE_GROUPS, "snapshot", "golden", "guardrails"]
 EVALUATION_GROUPS = ["evaluation"]
 JUDGING_GROUPS = ["judging"]
 
 
 def materialize(groups: list[str], run_config: dict | None = None,
-                home: paths.Home | None = None, manifest_dir: str | None = None,
+                project: Project | None = None, manifest_dir: str | None = None,
                 partition_key: str | None = None, configs_dir: str | None = None) -> RunSummary:
-    """Materialize the assets of the given groups in-process; raise RunFailed on failure.
+    """Materialize the assets of the given groups of a project in-process (its own Dagster
+    instance under its build dir); raise RunFailed on failure.
 
     With ``partition_key`` (a configuration version), the key is registered as a dynamic
     partition first (as the sensor would) and the partitioned assets run for it."""
-    home = home or paths.home()
-    ensure_dagster_home(home)
+    project = project or current_project()
+    ensure_dagster_home(project.home)
     import dagster as dg
 
     from sqleval_pipeline.definitions import build_definitions
 
-    defs = build_definitions(str(home.root), manifest_dir, configs_dir)
+    defs = build_definitions(project, manifest_dir, configs_dir)
     assets = list(defs.assets or [])
     config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     if run_config:

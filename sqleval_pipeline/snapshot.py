@@ -1,7 +1,8 @@
 """The pinned serving snapshot: freeze, identify, verify and open read-only.
 
-A snapshot is a separate DuckDB file holding *only* the allowlisted schemas of the warehouse
-(the marts), copied into its ``main`` schema. Sensitive schemas are never copied: in the
+A snapshot is a separate DuckDB file holding *only* the served models of the warehouse (the
+project's dbt selection; tables and views alike become tables), copied into one serving
+schema (``main`` unless the project says otherwise). Sensitive schemas are never copied: in the
 serving file "not granted" means "not there".
 
 Its id is a content hash that does not depend on the machine or the DuckDB version: each
@@ -19,6 +20,7 @@ import json
 import os
 import re
 from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import duckdb
@@ -58,6 +60,11 @@ class SnapshotManifest(BaseModel):
     source_schemas: list[str]
     serving_schema: str = SERVING_SCHEMA
     tables: dict[str, TableInfo]
+    #: served table -> the warehouse relation (schema.name) it was copied from
+    sources: dict[str, str] = {}
+    #: the dbt selection that chose the served models, and what it named but could not serve
+    selection: str | None = None
+    skipped: list[str] = []
     dbt_manifest_hash: str | None = None
     expectations_passed: int | None = None
 
@@ -200,7 +207,7 @@ def list_serving_objects(path: Path) -> list[tuple[str, str, str]]:
         con.close()
 
 
-def fingerprint_serving(path: Path) -> dict[str, TableInfo]:
+def fingerprint_serving(path: Path, schema: str = SERVING_SCHEMA) -> dict[str, TableInfo]:
     con = duckdb.connect(str(path), read_only=True)
     try:
         names = [
@@ -208,10 +215,10 @@ def fingerprint_serving(path: Path) -> dict[str, TableInfo]:
             for r in con.execute(
                 "SELECT table_name FROM duckdb_tables() WHERE schema_name = ? AND NOT internal "
                 "ORDER BY table_name",
-                [SERVING_SCHEMA],
+                [schema],
             ).fetchall()
         ]
-        return {n: table_fingerprint(con, f'{SERVING_SCHEMA}."{n}"') for n in names}
+        return {n: table_fingerprint(con, f'"{schema}"."{n}"') for n in names}
     finally:
         con.close()
 
@@ -222,59 +229,60 @@ def freeze_snapshot(
     manifest_dir: Path,
     as_of: dt.date,
     *,
+    relations: Sequence[Any] | None = None,
     schemas: tuple[str, ...] = ALLOWLISTED_SCHEMAS,
+    serving_schema: str = SERVING_SCHEMA,
     dbt_manifest: Path | None = None,
-    validate: bool = True,
-    suites: list | None = None,
+    validator: Callable[[Path, str], Any] | None = None,
+    selection: str | None = None,
+    skipped: Sequence[str] = (),
 ) -> SnapshotManifest:
-    """Validate the marts, copy the allowlisted schemas into a serving file and pin its id.
+    """Copy the served relations into a serving file, validate it and identify it.
 
+    ``relations`` are the served dbt models (objects with ``database``, ``schema`` and
+    ``name``: tables or views, both become tables); without them, every table and view of
+    ``schemas`` is served. ``validator(path, schema)`` (Great Expectations) runs on the
+    built file and returns a report whose ``success`` decides; a failure discards the file.
     Writes ``snapshot_dir/<id>.duckdb`` (read-only file mode) and ``manifest_dir/<id>.json``.
-    Nothing is replaced unless the new file was built and hashed completely.
+    Nothing is replaced unless the new file was built, validated and hashed completely.
     """
     if not warehouse.exists():
         raise SnapshotError(f"no warehouse at {warehouse}; run `sqleval warehouse build` first")
-    for s in schemas:
-        if s.lower() in {"hr", "pii", "raw_hr", "raw_pii"}:
-            raise SnapshotError(f"schema '{s}' is sensitive and can never be served")
-    passed = None
-    if validate:
-        from sqleval_pipeline.validation import (
-            SnapshotValidationError,
-            default_suites,
-            validate_marts,
-        )
-        from sqleval_pipeline.warehouse.rawgen import FIRST_DAY
-
-        report = validate_marts(warehouse, suites or default_suites(FIRST_DAY, as_of))
-        if not report.success:
-            raise SnapshotValidationError(report)
-        passed = report.evaluated
-
     snapshot_dir.mkdir(parents=True, exist_ok=True)
     manifest_dir.mkdir(parents=True, exist_ok=True)
     building = snapshot_dir / f".building-{os.getpid()}.duckdb"
     building.unlink(missing_ok=True)
+    sources: dict[str, str] = {}
     con = duckdb.connect(str(building))
     try:
-        con.execute(f"ATTACH '{warehouse.as_posix()}' AS wh (READ_ONLY)")
-        tables = []
-        for s in schemas:
-            rows = con.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE database_name = 'wh' "
-                "AND schema_name = ? ORDER BY table_name",
-                [s],
-            ).fetchall()
-            tables += [(s, r[0]) for r in rows]
-        if not tables:
-            raise SnapshotError(f"warehouse {warehouse} has no tables in {schemas}; run dbt build")
-        seen: set[str] = set()
-        for s, t in tables:
-            if t in seen:
-                raise SnapshotError(f"table name '{t}' appears in two allowlisted schemas")
-            seen.add(t)
-            con.execute(f'CREATE TABLE {SERVING_SCHEMA}."{t}" AS SELECT * FROM wh."{s}"."{t}"')
-        con.execute("DETACH wh")
+        alias = _attach_name(relations, warehouse)
+        con.execute(f"ATTACH '{_sql_str(warehouse.as_posix())}' AS \"{alias}\" (READ_ONLY)")
+        if relations is None:
+            pairs = con.execute(
+                "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ? "
+                "AND schema_name IN (SELECT unnest(?)) UNION ALL "
+                "SELECT schema_name, view_name FROM duckdb_views() WHERE database_name = ? "
+                "AND schema_name IN (SELECT unnest(?)) AND NOT internal ORDER BY 1, 2",
+                [alias, list(schemas), alias, list(schemas)]).fetchall()
+            todo = [(s, t, f'"{alias}"."{s}"."{t}"') for s, t in pairs]
+        else:
+            todo = [(r.schema, r.name, f'"{alias}"."{r.schema}"."{r.name}"') for r in relations]
+        if not todo:
+            raise SnapshotError(f"warehouse {warehouse} has nothing to serve in {schemas}; "
+                                "run dbt build")
+        if serving_schema != "main":
+            con.execute(f'CREATE SCHEMA "{serving_schema}"')
+        for s, t, qualified in todo:
+            if t.lower() in {k.lower() for k in sources}:
+                raise SnapshotError(f"two served relations are named '{t}' ({sources[t]} and "
+                                    f"{qualified}); serve only one of them")
+            try:
+                con.execute(f'CREATE TABLE "{serving_schema}"."{t}" AS SELECT * FROM {qualified}')
+            except duckdb.CatalogException as exc:
+                raise SnapshotError(f"cannot read served relation {s}.{t} from {warehouse}: "
+                                    f"{exc}; run `sqleval build` (dbt build) first") from exc
+            sources[t] = f"{s}.{t}"
+        con.execute(f'DETACH "{alias}"')
         con.execute("CHECKPOINT")
     except Exception:
         con.close()
@@ -282,13 +290,31 @@ def freeze_snapshot(
         raise
     con.close()
 
-    infos = fingerprint_serving(building)
+    passed = None
+    if validator is not None:
+        try:
+            report = validator(building, serving_schema)
+        except Exception:
+            building.unlink(missing_ok=True)
+            raise
+        if not report.success:
+            building.unlink(missing_ok=True)
+            from sqleval_pipeline.validation import SnapshotValidationError
+
+            raise SnapshotValidationError(report)
+        passed = report.evaluated
+
+    infos = fingerprint_serving(building, serving_schema)
     sid = compute_snapshot_id(as_of, infos)
     manifest = SnapshotManifest(
         snapshot_id=sid,
         as_of=as_of,
-        source_schemas=list(schemas),
+        source_schemas=sorted({s for s, _, _ in todo}),
+        serving_schema=serving_schema,
         tables=infos,
+        sources=sources,
+        selection=selection,
+        skipped=list(skipped),
         dbt_manifest_hash=dbt_manifest_hash(dbt_manifest) if dbt_manifest else None,
         expectations_passed=passed,
     )
@@ -299,6 +325,20 @@ def freeze_snapshot(
     building.replace(final)
     manifest.to_file(manifest_path(manifest_dir, sid))
     return manifest
+
+
+def _sql_str(s: str) -> str:
+    return s.replace("'", "''")
+
+
+def _attach_name(relations: Sequence[Any] | None, warehouse: Path) -> str:
+    """The name the warehouse is attached under: the dbt database name of the served models,
+    so views that name their upstream relations with it resolve."""
+    names = {r.database for r in relations or () if getattr(r, "database", "")}
+    if len(names) > 1:
+        raise SnapshotError(f"served models come from several databases {sorted(names)}; "
+                            "sqleval serves one DuckDB warehouse file")
+    return names.pop() if names else warehouse.stem
 
 
 def compare_tables(expected: dict[str, TableInfo], actual: dict[str, TableInfo]) -> list[str]:
@@ -330,8 +370,8 @@ def verify_snapshot(path: Path, manifest: SnapshotManifest) -> list[str]:
         raise SnapshotError(
             f"serving file {path} is missing; run `sqleval snapshot build` to rebuild it"
         )
-    problems = compare_tables(manifest.tables, fingerprint_serving(path))
-    forbidden = [o for o in list_serving_objects(path) if o[1] != SERVING_SCHEMA]
+    problems = compare_tables(manifest.tables, fingerprint_serving(path, manifest.serving_schema))
+    forbidden = [o for o in list_serving_objects(path) if o[1] != manifest.serving_schema]
     problems += [f"unexpected object {'.'.join(o)} in the serving file" for o in forbidden]
     if compute_snapshot_id(manifest.as_of, manifest.tables) != manifest.snapshot_id:
         problems.append("manifest id does not match its own table checksums (edited by hand?)")

@@ -1,22 +1,20 @@
-"""Great Expectations checks a mart must pass before a snapshot is accepted.
+"""Great Expectations checks the served tables must pass before a snapshot is accepted.
 
-The suites are declared here as data (table → expectations), run in an *ephemeral* GX context
-over pandas frames read from the warehouse, and any failure names the table, the expectation,
-its arguments and what was observed. GX is imported lazily (its import alone takes seconds).
+A project declares its suites (``validation:`` in ``sqleval.yaml``): ``dbt_tests`` derives
+them from the dbt generic tests on the served models (checked again on the frozen copy),
+a path names an expectations YAML file (:func:`load_suites`), ``none`` skips validation.
+They run in an *ephemeral* GX context over pandas frames read from the freshly built serving
+file, and any failure names the table, the expectation, its arguments and what was observed.
+GX is imported lazily (its import alone takes seconds).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
-
-STATUSES = ["placed", "shipped", "delivered", "cancelled", "returned"]
-PAYMENT_METHODS = ["unified_payments", "card", "cod", "netbanking", "wallet"]
-
 
 @dataclass(frozen=True)
 class Exp:
@@ -26,148 +24,106 @@ class Exp:
     kwargs: dict[str, Any]
 
 
-def _not_null(*cols: str) -> list[Exp]:
-    return [Exp("ExpectColumnValuesToNotBeNull", {"column": c}) for c in cols]
-
-
-def _unique(col: str) -> Exp:
-    return Exp("ExpectColumnValuesToBeUnique", {"column": col})
-
-
-def _in_set(col: str, values: list[Any]) -> Exp:
-    return Exp("ExpectColumnValuesToBeInSet", {"column": col, "value_set": values})
-
-
-def _between(col: str, lo: Any = None, hi: Any = None) -> Exp:
-    return Exp("ExpectColumnValuesToBeBetween", {"column": col, "min_value": lo, "max_value": hi})
-
-
-def _rows(lo: int, hi: int) -> Exp:
-    return Exp("ExpectTableRowCountToBeBetween", {"min_value": lo, "max_value": hi})
-
-
-def _equal(a: str, b: str) -> Exp:
-    return Exp("ExpectColumnPairValuesToBeEqual", {"column_A": a, "column_B": b})
-
-
 @dataclass
 class TableSuite:
     table: str
     expectations: list[Exp]
-    #: extra columns computed in SQL (integer paise identities, day offsets)
+    #: extra columns computed in SQL (e.g. integer identities, day offsets) to check
     derived: dict[str, str] = field(default_factory=dict)
+    #: where the suite was declared (a file, or the dbt test it was derived from)
+    source: str = ""
 
 
-def default_suites(first_day: dt.date, as_of: dt.date) -> list[TableSuite]:
-    """The expectation suites for the demo marts, relative to the data window."""
-    span = (as_of - first_day).days
-    day_offset = lambda col: f"date_diff('day', DATE '{first_day.isoformat()}', {col})"  # noqa: E731
-    paise = lambda expr: f"CAST(round(({expr}) * 100) AS BIGINT)"  # noqa: E731
-    return [
-        TableSuite(
-            "fct_orders",
-            [
-                *_not_null("order_id", "customer_id", "order_date", "status", "payment_method",
-                           "gross_revenue_inr", "discount_inr", "net_revenue_inr"),
-                _unique("order_id"),
-                _in_set("status", STATUSES),
-                _in_set("payment_method", PAYMENT_METHODS),
-                _between("gross_revenue_inr", 0, None),
-                _between("discount_inr", 0, None),
-                _between("net_revenue_inr", 0, None),
-                _between("_day_offset", 0, span),
-                _equal("_net_paise", "_gross_minus_discount_paise"),
-                _equal("_total_paise", "_net_tax_shipping_paise"),
-                _rows(50_000, 500_000),
-            ],
-            {
-                "_day_offset": day_offset("order_date"),
-                "_net_paise": paise("net_revenue_inr"),
-                "_gross_minus_discount_paise": paise("gross_revenue_inr - discount_inr"),
-                "_total_paise": paise("total_paid_inr"),
-                "_net_tax_shipping_paise": paise("net_revenue_inr + tax_inr + shipping_fee_inr"),
-            },
-        ),
-        TableSuite(
-            "fct_order_items",
-            [
-                *_not_null("order_item_id", "order_id", "product_id", "quantity"),
-                _unique("order_item_id"),
-                _between("quantity", 1, 100),
-                _between("unit_price_inr", 0, None),
-                _equal("_net_paise", "_gross_minus_discount_paise"),
-                _rows(50_000, 2_000_000),
-            ],
-            {
-                "_net_paise": paise("net_revenue_inr"),
-                "_gross_minus_discount_paise": paise("gross_revenue_inr - discount_inr"),
-            },
-        ),
-        TableSuite(
-            "mart_orders_daily",
-            [
-                *_not_null("order_date", "payment_method", "status", "orders"),
-                _unique("_grain"),
-                _in_set("status", STATUSES),
-                _in_set("payment_method", PAYMENT_METHODS),
-                _between("orders", 1, None),
-                _between("_day_offset", 0, span),
-                _equal("_net_paise", "_gross_minus_discount_paise"),
-                _rows(1_000, 100_000),
-            ],
-            {
-                "_grain": "order_date || '|' || payment_method || '|' || status",
-                "_day_offset": day_offset("order_date"),
-                "_net_paise": paise("net_revenue_inr"),
-                "_gross_minus_discount_paise": paise("gross_revenue_inr - discount_inr"),
-            },
-        ),
-        TableSuite(
-            "mart_revenue_monthly",
-            [
-                *_not_null("order_month", "orders", "net_revenue_inr"),
-                _unique("order_month"),
-                _between("_day_offset", 0, span),
-                _between("orders", 1, None),
-                _equal("_net_paise", "_gross_minus_discount_paise"),
-                _rows(12, 120),
-            ],
-            {
-                "_day_offset": day_offset("order_month"),
-                "_net_paise": paise("net_revenue_inr"),
-                "_gross_minus_discount_paise": paise("gross_revenue_inr - discount_inr"),
-            },
-        ),
-        TableSuite(
-            "dim_customers",
-            [
-                *_not_null("customer_id", "segment_cd", "signup_date", "region"),
-                _unique("customer_id"),
-                _in_set("segment_cd", ["A", "B", "C"]),
-                _in_set("region", ["North", "South", "East", "West"]),
-                _between("lifetime_orders", 0, None),
-                _rows(1_000, 1_000_000),
-            ],
-        ),
-        TableSuite(
-            "dim_segments",
-            [*_not_null("segment_cd", "segment_name"), _unique("segment_cd"),
-             _in_set("segment_cd", ["A", "B", "C"]), _rows(3, 3)],
-        ),
-        TableSuite(
-            "dim_products",
-            [*_not_null("product_id", "product_name", "category_name"), _unique("product_id"),
-             _between("list_price_inr", 0, None), _rows(50, 100_000)],
-        ),
-        TableSuite(
-            "fct_returns",
-            [*_not_null("return_id", "order_id", "return_date", "refund_inr"),
-             _unique("return_id"), _unique("order_id"), _between("refund_inr", 0, None),
-             _in_set("reason", ["damaged", "wrong_item", "size_issue", "not_as_described",
-                                "changed_mind"]),
-             _rows(1, 1_000_000)],
-        ),
-    ]
+class SuitesError(ValueError):
+    """An expectations file is invalid; the message names the file and the entry."""
+
+
+def load_suites(path: Path) -> list[TableSuite]:
+    """Read an expectations file::
+
+        version: 1
+        tables:
+          <served table>:
+            expectations:
+              - {expect: ExpectColumnValuesToNotBeNull, column: order_id}
+            derived: {<name>: <SQL expression>}
+    """
+    import great_expectations as gx
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SuitesError(f"no expectations file at {path} (the project's `validation:` "
+                          "names it); fix the path, or use `validation: dbt_tests`") from None
+    except yaml.YAMLError as exc:
+        raise SuitesError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("tables"), dict):
+        raise SuitesError(f"{path}: expected a mapping with `tables: {{<table>: "
+                          "{expectations: [...]}}}`")
+    suites = []
+    for table, entry in doc["tables"].items():
+        where = f"{path}: tables.{table}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("expectations"), list):
+            raise SuitesError(f"{where}: needs an `expectations:` list")
+        unknown = set(entry) - {"expectations", "derived"}
+        if unknown:
+            raise SuitesError(f"{where}: unknown key(s) {sorted(unknown)}")
+        exps = []
+        for i, e in enumerate(entry["expectations"]):
+            if not isinstance(e, dict) or "expect" not in e:
+                raise SuitesError(f"{where}.expectations[{i}]: needs `expect: <GX class name>`")
+            kind = e["expect"]
+            if not hasattr(gx.expectations, kind):
+                raise SuitesError(f"{where}.expectations[{i}]: {kind!r} is not a Great "
+                                  "Expectations expectation class")
+            exps.append(Exp(kind, {k: v for k, v in e.items() if k != "expect"}))
+        suites.append(TableSuite(str(table), exps, dict(entry.get("derived") or {}), str(path)))
+    return suites
+
+
+#: dbt generic tests and the GX expectation each one becomes
+_DBT_TESTS = {"not_null": "ExpectColumnValuesToNotBeNull", "unique": "ExpectColumnValuesToBeUnique",
+              "accepted_values": "ExpectColumnValuesToBeInSet"}
+
+
+def suites_from_dbt_tests(manifest: dict[str, Any], served: dict[str, str],
+                          run_results: dict[str, Any] | None = None) -> tuple[list[TableSuite], list[str]]:
+    """Suites derived from the dbt generic tests on the served models (``served``: dbt
+    unique_id → served table name): ``not_null``, ``unique`` and ``accepted_values`` become
+    GX expectations, checked again on the frozen copy. With ``run_results`` only tests that
+    ran and passed in the last dbt build are used. Returns (suites, skipped tests with why)."""
+    ran = None
+    if run_results is not None:
+        ran = {r["unique_id"] for r in run_results.get("results", []) if r.get("status") == "pass"}
+    by_table: dict[str, TableSuite] = {}
+    skipped = []
+    for uid, node in sorted(manifest.get("nodes", {}).items()):
+        if node.get("resource_type") != "test":
+            continue
+        meta = node.get("test_metadata") or {}
+        target = node.get("attached_node") or next(iter((node.get("depends_on") or {}).get("nodes", [])), None)
+        if target not in served:
+            continue
+        name = meta.get("name")
+        if ran is not None and uid not in ran:
+            skipped.append(f"{uid}: did not run (or did not pass) in the last dbt build")
+            continue
+        kind = _DBT_TESTS.get(name or "")
+        column = node.get("column_name") or (meta.get("kwargs") or {}).get("column_name")
+        if kind is None or not column:
+            skipped.append(f"{uid}: no Great Expectations equivalent for dbt test {name or 'singular'!r}")
+            continue
+        kwargs: dict[str, Any] = {"column": column}
+        if name == "accepted_values":
+            values = (meta.get("kwargs") or {}).get("values")
+            if not isinstance(values, list):
+                skipped.append(f"{uid}: accepted_values without a literal list")
+                continue
+            kwargs["value_set"] = values
+        suite = by_table.setdefault(served[target], TableSuite(served[target], [], source="dbt tests"))
+        suite.expectations.append(Exp(kind, kwargs))
+    return list(by_table.values()), skipped
 
 
 @dataclass
@@ -217,29 +173,30 @@ def _observed(result: dict[str, Any]) -> Any:
     return result
 
 
-def validate_marts(
-    warehouse: Path, suites: list[TableSuite], schema: str = "marts"
+def validate_tables(
+    database: Path, suites: list[TableSuite], schema: str = "main"
 ) -> ValidationReport:
-    """Run every suite against ``schema`` tables of the warehouse (opened read-only)."""
+    """Run every suite against ``schema`` tables of a DuckDB file (opened read-only)."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     frames = {}
-    con = duckdb.connect(str(warehouse), read_only=True)
+    con = duckdb.connect(str(database), read_only=True)
     try:
         for suite in suites:
             extra = "".join(f", {expr} AS {name}" for name, expr in suite.derived.items())
-            frames[suite.table] = con.sql(f"SELECT *{extra} FROM {schema}.{suite.table}").df()
-    except duckdb.CatalogException as exc:
-        raise SnapshotValidationError(
-            ValidationReport({}, [ExpectationFailure(suite.table, "table exists", {}, str(exc))])
-        ) from exc
+            frames[suite.table] = con.sql(
+                f'SELECT *{extra} FROM "{schema}"."{suite.table}"').df()
+    except duckdb.Error as exc:
+        raise SnapshotValidationError(ValidationReport({}, [ExpectationFailure(
+            suite.table, "table is served and its derived columns compute",
+            {"declared in": suite.source}, str(exc).splitlines()[0])])) from exc
     finally:
         con.close()
 
     ctx = gx.get_context(mode="ephemeral")
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
-    ds = ctx.data_sources.add_pandas("warehouse_marts")
+    ds = ctx.data_sources.add_pandas("served_tables")
     failures: list[ExpectationFailure] = []
     counts: dict[str, int] = {}
     for suite in suites:
@@ -261,3 +218,4 @@ def validate_marts(
                     )
                 )
     return ValidationReport(counts, failures)
+

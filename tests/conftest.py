@@ -12,8 +12,8 @@ import pytest
 
 from sqleval_pipeline import paths
 from sqleval_pipeline import snapshot as snap
-from sqleval_pipeline.warehouse.load import load_raw
-from sqleval_pipeline.warehouse.rawgen import AS_OF, write_raw
+from sqleval_pipeline.demo.load import load_raw
+from sqleval_pipeline.demo.rawgen import AS_OF, write_raw
 
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")

@@ -1,10 +1,6 @@
-"""Resources shared by the assets: where sqleval keeps its files, and the dbt CLI."""
+"""Resources shared by the assets: the sqleval project (where its files are) and the dbt CLI."""
 
-from __future__ import annotations
 
-import subprocess
-import sys
-from functools import cache
 from pathlib import Path
 
 import dagster as dg
@@ -12,28 +8,36 @@ from dagster_dbt import DbtCliResource, DbtProject
 from packaging import version
 
 from sqleval_pipeline import paths
+from sqleval_pipeline.project import Project, load_project
+from sqleval_pipeline.warehouse import dbt
 
 
 class SqlevalHome(dg.ConfigurableResource):
-    """Build-output root (``SQLEVAL_HOME``) and the committed manifest / golden folders."""
+    """The sqleval project (``sqleval.yaml``) and its build-output root."""
 
+    project_file: str
     root: str
-    manifest_dir: str = str(paths.SNAPSHOT_MANIFEST_DIR)
-    golden_dir: str = str(paths.GOLDEN_DIR)
-    configs_dir: str = str(paths.EVALS_DIR / "configs")
-    decisions_path: str = str(paths.EVALS_DIR / "decisions.yaml")
+    manifest_dir: str | None = None
+    configs_dir: str | None = None
+
+    @property
+    def project(self) -> Project:
+        return load_project(Path(self.project_file))
 
     @property
     def home(self) -> paths.Home:
         return paths.Home(Path(self.root))
 
+    @property
+    def pins_dir(self) -> Path:
+        return Path(self.manifest_dir) if self.manifest_dir else self.project.manifest_dir
+
     def environment(self):
-        """The evaluation environment (pinned snapshot, golden set, store) for these folders."""
+        """The evaluation environment (pinned snapshot, golden set, store) of the project."""
         from sqleval_pipeline.evaluation import environment
 
-        return environment(self.home, manifest_dir=Path(self.manifest_dir),
-                           golden_dir=Path(self.golden_dir), configs_dir=Path(self.configs_dir),
-                           decisions=Path(self.decisions_path))
+        return environment(self.project, home=self.home, manifest_dir=self.pins_dir,
+                           configs_dir=Path(self.configs_dir) if self.configs_dir else None)
 
 
 class OfflineDbtCliResource(DbtCliResource):
@@ -47,41 +51,29 @@ class OfflineDbtCliResource(DbtCliResource):
         return version.parse(__version__)
 
 
-def dbt_executable() -> str:
-    exe = Path(sys.executable).parent / "dbt"
-    return str(exe) if exe.exists() else "dbt"
+_prepared: dict[Path, DbtProject] = {}
 
 
-def prepare_manifest(project: DbtProject, *, force: bool = False) -> Path:
-    """Run ``dbt parse`` (with the venv's dbt) when the manifest is missing, or always when
-    ``force`` (under ``dagster dev``, so model edits show up on reload)."""
-    if force or not project.manifest_path.exists():
-        proc = subprocess.run(
-            [dbt_executable(), "parse", "--quiet", "--project-dir", str(project.project_dir),
-             "--profiles-dir", str(project.profiles_dir)],
-            cwd=project.project_dir, capture_output=True, text=True, check=False,
-        )
-        if proc.returncode != 0 or not project.manifest_path.exists():
-            raise RuntimeError(
-                f"`dbt parse` failed in {project.project_dir}:\n{proc.stdout}\n{proc.stderr}"
-            )
-    return project.manifest_path
-
-
-@cache
-def dbt_project() -> DbtProject:
+def dbt_project(project: Project) -> DbtProject:
+    """The project's DbtProject with its manifest prepared once per process (``dbt parse``
+    into the build dir; under ``dagster dev`` it is re-parsed once so model edits show)."""
     from dagster_dbt.dbt_project import using_dagster_dev
 
-    project = DbtProject(project_dir=paths.DBT_PROJECT_DIR, profiles_dir=paths.DBT_PROJECT_DIR)
-    # not project.prepare_if_dev(): its preparer looks for `dbt` on PATH, which is not there
-    # when the venv is not activated (as under `make ui`)
-    prepare_manifest(project, force=using_dagster_dev())
-    return project
+    key = project.file
+    if key not in _prepared:
+        dbt.parse(project, force=using_dagster_dev())
+        _prepared[key] = DbtProject(
+            project_dir=project.dbt_project_dir, target_path=project.dbt_target_dir,
+            profiles_dir=dbt.profiles_dir(project),
+            profile=project.dbt_profile_name if project.spec.dbt.warehouse == "build"
+            else project.spec.dbt.profile,
+            target="sqleval" if project.spec.dbt.warehouse == "build" else project.spec.dbt.target,
+        )
+    return _prepared[key]
 
 
-def dbt_resource() -> OfflineDbtCliResource:
-    project = dbt_project()
-    return OfflineDbtCliResource(
-        project_dir=project, profiles_dir=str(paths.DBT_PROJECT_DIR),
-        dbt_executable=dbt_executable(),
-    )
+def dbt_resource(project: Project) -> OfflineDbtCliResource:
+    p = dbt_project(project)
+    return OfflineDbtCliResource(project_dir=p, profiles_dir=str(p.profiles_dir),
+                                 profile=p.profile, target=p.target,
+                                 dbt_executable=dbt.dbt_executable())

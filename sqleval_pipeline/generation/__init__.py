@@ -19,7 +19,7 @@ __all__ = ["Example", "GenerationContext", "GenerationOutput", "Generator", "Pro
            "make_generator"]
 
 
-def make_generator(loaded: LoadedConfig, catalog, glossary) -> Generator:
+def make_generator(loaded: LoadedConfig, catalog, glossary, root: Path | None = None) -> Generator:
     """Build the generator a configuration names. Credentials and endpoints come from the
     environment variables the configuration names; a missing one fails with a sentence that
     says which variable to set."""
@@ -45,7 +45,7 @@ def make_generator(loaded: LoadedConfig, catalog, glossary) -> Generator:
     if s.kind == "recorded":
         from sqleval_pipeline.generation.recorded import RecordedGenerator
 
-        return RecordedGenerator(s, root=paths.REPO_ROOT)
+        return RecordedGenerator(s, root=root or paths.REPO_ROOT)
     if s.kind == "callable":
         from sqleval_pipeline.generation.callable_gen import CallableGenerator
 

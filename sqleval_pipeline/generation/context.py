@@ -115,32 +115,32 @@ def dbt_descriptions(models_dir: Path | None = None) -> dict[str, tuple[str, dic
 
 
 def load_catalog(serving: Path, as_of: dt.date, *, sample_values: int = 3,
-                 models_dir: Path | None = None) -> SchemaCatalog:
+                 models_dir: Path | None = None, schema: str = "main") -> SchemaCatalog:
     """Read tables, columns and sample values from a serving snapshot (read-only), with the
-    dbt descriptions of the served models."""
+    dbt descriptions of the served models (property files under ``models_dir``)."""
     from sqleval_pipeline.snapshot import open_readonly
 
     descriptions = dbt_descriptions(models_dir)
     con = open_readonly(serving)
     try:
         names = [r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' AND NOT internal "
-            "ORDER BY table_name").fetchall()]
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = ? AND NOT internal "
+            "ORDER BY table_name", [schema]).fetchall()]
         tables = []
         for name in names:
             tdesc, cdesc = descriptions.get(name, ("", {}))
             cols = []
             for cname, ctype in con.execute(
-                "SELECT column_name, data_type FROM duckdb_columns() WHERE schema_name = 'main' "
-                "AND table_name = ? ORDER BY column_index", [name]).fetchall():
+                "SELECT column_name, data_type FROM duckdb_columns() WHERE schema_name = ? "
+                "AND table_name = ? ORDER BY column_index", [schema, name]).fetchall():
                 samples: list[str] = []
                 if sample_values and ctype == "VARCHAR":
                     (n_distinct,), = con.execute(
-                        f'SELECT count(DISTINCT "{cname}") FROM main."{name}"').fetchall()
+                        f'SELECT count(DISTINCT "{cname}") FROM "{schema}"."{name}"').fetchall()
                     if n_distinct <= 30:  # categorical: list every value
                         limit = n_distinct
                         samples = [r[0] for r in con.execute(
-                            f'SELECT "{cname}" FROM main."{name}" WHERE "{cname}" IS NOT NULL '
+                            f'SELECT "{cname}" FROM "{schema}"."{name}" WHERE "{cname}" IS NOT NULL '
                             f'GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT {limit}').fetchall()]
                 cols.append(Column(cname, ctype, cdesc.get(cname, ""), samples))
             tables.append(TableInfo(name, tdesc, cols))
@@ -281,5 +281,7 @@ class ContextBuilder:
 
 
 @lru_cache(maxsize=8)
-def cached_catalog(serving: str, as_of: dt.date, sample_values: int) -> SchemaCatalog:
-    return load_catalog(Path(serving), as_of, sample_values=sample_values)
+def cached_catalog(serving: str, as_of: dt.date, sample_values: int, models_dir: str | None = None,
+                   schema: str = "main") -> SchemaCatalog:
+    return load_catalog(Path(serving), as_of, sample_values=sample_values,
+                        models_dir=Path(models_dir) if models_dir else None, schema=schema)

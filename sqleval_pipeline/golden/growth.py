@@ -39,8 +39,11 @@ def add_case(
     order_matters: bool = False, traps: list[str] | None = None, case_id: str | None = None,
     source: str = "production wrong-answer report", author: str = "unknown",
     reviewer: str | None = None, alternative_sqls: list[str] | None = None,
+    policy=None,
 ) -> Case:
-    """Validate, freeze and append one case; return it. Nothing is written on any error."""
+    """Validate, freeze and append one case; return it. Nothing is written on any error.
+    ``policy`` is the project's guard policy (default: the bundled one over the tables the
+    serving file holds)."""
     existing = load_golden(golden_file).cases if golden_file.exists() else []
     ids = [c.id for c in existing]
     if case_id is None:
@@ -51,9 +54,15 @@ def add_case(
     if sql:
         from sqleval_pipeline.guard.policy import load_policy
         from sqleval_pipeline.guard.statement_filter import StatementFilter
+        from sqleval_pipeline.snapshot import list_serving_objects
 
+        if policy is None:
+            objects = list_serving_objects(serving)
+            policy = load_policy(served=[o[2] for o in objects],
+                                 schemas=sorted({o[1] for o in objects}) or ["main"])
+        statement_filter = StatementFilter(policy, database_names={snapshot_id})
         for i, text in enumerate([sql, *(alternative_sqls or [])]):
-            verdict = StatementFilter(load_policy(), database_names={snapshot_id}).check(text)
+            verdict = statement_filter.check(text)
             if not verdict.allowed:
                 which = "sql" if i == 0 else f"alternative {i}"
                 raise GrowthError(f"the {which} is not a query the snapshot can serve: "

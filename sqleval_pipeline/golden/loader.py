@@ -100,14 +100,12 @@ def parse_lines(path: Path, text: str) -> tuple[list[tuple[int, Case]], list[Pro
 def golden_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
-    files = sorted(root.glob("*.jsonl"))
-    if not files:
-        raise GoldenError([Problem(root, 0, None, "no *.jsonl golden files found")])
-    return files
+    return sorted(root.glob("*.jsonl"))  # an empty folder is an empty golden set
 
 
-def load_golden(*paths: Path) -> GoldenSet:
-    """Load and validate golden files (or directories of ``*.jsonl``); raise on any problem."""
+def load_golden(*paths: Path, difficulties: tuple[str, ...] | None = None) -> GoldenSet:
+    """Load and validate golden files (or directories of ``*.jsonl``); raise on any problem.
+    ``difficulties`` is the project's taxonomy: a case outside it is a problem."""
     files: list[Path] = []
     for p in paths:
         if not p.exists():
@@ -126,6 +124,11 @@ def load_golden(*paths: Path) -> GoldenSet:
                     Problem(f, lineno, "id", f"duplicate id '{case.id}' (first defined at "
                             f"{first[0]}:{first[1]}); ids must be unique and stable")
                 )
+                continue
+            if difficulties is not None and case.difficulty not in difficulties:
+                problems.append(Problem(f, lineno, "difficulty", f"'{case.difficulty}' is not in "
+                                        f"the project's taxonomy {list(difficulties)} — use one "
+                                        "of them, or declare it under taxonomy.difficulties"))
                 continue
             locations[case.id] = (f, lineno)
             all_cases.append(case)

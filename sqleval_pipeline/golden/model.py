@@ -13,14 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from sqleval_pipeline.results import ResultSet
 
-Difficulty = Literal[
-    "simple_aggregate", "filtered_aggregate", "multi_condition", "time_window", "top_k", "trap"
-]
+#: the default difficulty taxonomy; a project may declare its own (``taxonomy.difficulties``)
+DEFAULT_DIFFICULTIES: tuple[str, ...] = (
+    "simple_aggregate", "filtered_aggregate", "multi_condition", "time_window", "top_k", "trap",
+)
 Band = Literal["answerable", "needs_definition", "should_refuse"]
 Split = Literal["dev", "heldout"]
 Status = Literal["verified", "unverified", "generated"]
 
-DIFFICULTIES: tuple[str, ...] = Difficulty.__args__  # type: ignore[attr-defined]
+DIFFICULTIES: tuple[str, ...] = DEFAULT_DIFFICULTIES
 BANDS: tuple[str, ...] = Band.__args__  # type: ignore[attr-defined]
 SPLITS: tuple[str, ...] = Split.__args__  # type: ignore[attr-defined]
 
@@ -75,7 +76,8 @@ class Case(BaseModel):
     )
     expected: Expected | None = None
     snapshot_id: str | None = None
-    difficulty: Difficulty
+    difficulty: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,47}$",
+                            description="one of the project's difficulties (taxonomy)")
     band: Band
     traps: list[str] = Field(default_factory=list)
     order_matters: bool = False

@@ -2,7 +2,8 @@
 
     sqleval guardrails run [--cases FILE ...] [--json OUT] [--snapshot PATH] [--timeout S]
 
-Runs the built-in suite (``evals/hostile/*.jsonl``) or the given files on the pinned serving
+Runs the project's suite (the bundled templates instantiated over its served tables and
+sensitive models, or the project's own files) or the given files on the pinned serving
 snapshot (or ``--snapshot``), prints a table (case, category, blocked by, reason, ms) and a
 summary per category, verifies the snapshot file's SHA-256 is unchanged afterwards, and exits
 1 if any case got through or the checksum changed (2 on a setup error). Question cases are
@@ -12,7 +13,6 @@ non-prompt layers whatever a model would do.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import sys
@@ -22,8 +22,6 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
-
-from sqleval_pipeline import paths
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Guarded execution and the hostile suite.")
@@ -36,29 +34,31 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _resolve_snapshot(snapshot: Path | None) -> tuple[Path, dt.date]:
+def _resolve_snapshot(snapshot: Path | None):
+    """(serving file, manifest) of the project's pinned snapshot, or of ``--snapshot``
+    (whose manifest is looked up by its id among the project's pins)."""
     from sqleval_pipeline import snapshot as snap
+    from sqleval_pipeline.project import ProjectError, current
 
-    pinned = snap.read_pinned(paths.SNAPSHOT_MANIFEST_DIR)
-    manifest = None
-    if pinned is not None:
-        mpath = snap.manifest_path(paths.SNAPSHOT_MANIFEST_DIR, pinned)
-        if mpath.exists():
-            manifest = snap.SnapshotManifest.from_file(mpath)
+    try:
+        project = current()
+    except ProjectError as exc:
+        _fail(str(exc))
     if snapshot is None:
-        if pinned is None:
-            _fail("no pinned snapshot (snapshots/pinned); run `sqleval snapshot build` or pass --snapshot")
-        snapshot = snap.serving_path(paths.home().snapshot_dir, pinned)
+        try:
+            _pinned, manifest, snapshot = snap.pinned_snapshot(project.manifest_dir,
+                                                               project.home.snapshot_dir)
+        except snap.SnapshotError as exc:
+            _fail(f"{exc} (or pass --snapshot)")
+    else:
+        mpath = snap.manifest_path(project.manifest_dir, snapshot.stem)
+        if not mpath.exists():
+            _fail(f"no manifest for {snapshot.name} in {project.manifest_dir}: the as-of date "
+                  "and served tables come from it; pass a snapshot this project built")
+        manifest = snap.SnapshotManifest.from_file(mpath)
     if not snapshot.exists():
         _fail(f"serving file {snapshot} is missing; run `sqleval snapshot build`")
-    mpath = snap.manifest_path(paths.SNAPSHOT_MANIFEST_DIR, snapshot.stem)
-    if mpath.exists():
-        manifest = snap.SnapshotManifest.from_file(mpath)
-    elif manifest is None or manifest.snapshot_id != snapshot.stem:
-        from sqleval_pipeline.warehouse.rawgen import AS_OF
-
-        return snapshot, AS_OF
-    return snapshot, manifest.as_of
+    return project, snapshot, manifest
 
 
 @app.command("run")
@@ -71,19 +71,26 @@ def run(
     log: Annotated[Optional[Path], typer.Option("--log", help="append every execution record (JSONL)")] = None,
 ) -> None:
     """Run the hostile suite; exit non-zero if anything got through or the snapshot changed."""
+    from sqleval_pipeline.foundation import hostile_suite
     from sqleval_pipeline.guard.executor import GuardedExecutor, GuardSetupError
     from sqleval_pipeline.guard.hostile import HostileCaseError, load_cases, run_suite
-    from sqleval_pipeline.guard.policy import PolicyError
+    from sqleval_pipeline.guard.policy import PolicyError, project_policy
     from sqleval_pipeline.guard.sandbox import SandboxError
 
     logging.getLogger("sqleval_pipeline.guard").setLevel(logging.WARNING)
-    path, as_of = _resolve_snapshot(snapshot)
+    project, path, manifest = _resolve_snapshot(snapshot)
     try:
-        suite = load_cases(cases or None)
-    except HostileCaseError as exc:
+        if cases:
+            suite = load_cases(cases)
+        else:
+            suite, skipped = hostile_suite(project, manifest)
+            for template_id, why in skipped:
+                console.print(f"[yellow]not instantiated[/] {template_id}: {why}", highlight=False)
+    except (HostileCaseError, ValueError) as exc:
         _fail(str(exc))
     try:
-        executor = GuardedExecutor(path, as_of=as_of, log_path=log)
+        executor = GuardedExecutor(path, as_of=manifest.as_of, log_path=log,
+                                   policy=project_policy(project, manifest))
     except (GuardSetupError, PolicyError, SandboxError) as exc:
         _fail(str(exc))
     with executor:
@@ -131,11 +138,14 @@ def run(
 
 @app.command("check")
 def check(sql: Annotated[str, typer.Argument(help="SQL text to check with the statement filter")]) -> None:
-    """Run only the statement filter on one SQL text and print its verdict."""
-    from sqleval_pipeline.guard.policy import load_policy
+    """Run only the statement filter on one SQL text and print its verdict (the project's
+    policy over its pinned snapshot, catalog-qualified names included)."""
+    from sqleval_pipeline.guard.policy import project_policy
     from sqleval_pipeline.guard.statement_filter import StatementFilter
 
-    v = StatementFilter(load_policy()).check(sql)
+    project, _path, manifest = _resolve_snapshot(None)
+    v = StatementFilter(project_policy(project, manifest),
+                        database_names={manifest.snapshot_id}).check(sql)
     if v.allowed:
         console.print(f"[green]allowed[/] (tables: {', '.join(v.tables) or '-'}; {v.elapsed_ms:.2f} ms)")
     else:

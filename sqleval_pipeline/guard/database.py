@@ -105,10 +105,15 @@ def verify_settings(con: duckdb.DuckDBPyConnection, policy: GuardPolicy,
 
 
 @contextmanager
-def fresh_connection(root: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A new connection (own client context) on the locked database, closed afterwards."""
+def fresh_connection(root: duckdb.DuckDBPyConnection,
+                     search_path: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A new connection (own client context) on the locked database, closed afterwards.
+    ``search_path`` is the serving schema when it is not ``main`` (a session setting, allowed
+    after the lock), so unqualified table names resolve to the served tables."""
     con = root.cursor()
     try:
+        if search_path and search_path != "main":
+            con.execute(f"SET search_path = '{search_path}'")
         yield con
     finally:
         try:

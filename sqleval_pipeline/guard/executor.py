@@ -151,8 +151,10 @@ def _value(v: Any) -> Any:
 class GuardedExecutor:
     """Runs untrusted SQL on one serving snapshot through every guard layer.
 
-    ``as_of`` pins the clock (the snapshot manifest's as-of date). ``policy`` defaults to
-    ``evals/guard_policy.yaml``; ``policy_overrides`` applies a configuration's overrides.
+    ``as_of`` pins the clock (the snapshot manifest's as-of date). ``policy`` defaults to the
+    bundled ``evals/guard_policy.yaml`` over the tables the serving file holds (a project
+    passes its own, :func:`~sqleval_pipeline.guard.policy.project_policy`);
+    ``policy_overrides`` applies a configuration's overrides.
     ``log_path`` appends every execution record to a JSON Lines file. Thread-safe; use as a
     context manager or call :meth:`close`.
     """
@@ -164,7 +166,13 @@ class GuardedExecutor:
         self.snapshot_path = Path(snapshot_path)
         if not self.snapshot_path.exists():
             raise GuardSetupError(f"serving file {self.snapshot_path} is missing; run `sqleval snapshot build`")
-        self.policy = (policy or load_policy()).with_overrides(policy_overrides)
+        if policy is None:
+            from sqleval_pipeline.snapshot import list_serving_objects
+
+            objects = list_serving_objects(self.snapshot_path)
+            policy = load_policy(served=[o[2] for o in objects],
+                                 schemas=sorted({o[1] for o in objects}) or ["main"])
+        self.policy = policy.with_overrides(policy_overrides)
         self._policy_version = self.policy.version  # immutable policy: hash it once
         self.as_of = as_of
         self.snapshot_id = self.snapshot_path.stem
@@ -177,13 +185,13 @@ class GuardedExecutor:
         self._closed = False
 
     def _verify_objects(self) -> None:
-        from sqleval_pipeline.snapshot import SERVING_SCHEMA, list_serving_objects
+        from sqleval_pipeline.snapshot import list_serving_objects
 
         objects = list_serving_objects(self.snapshot_path)
-        stray = [".".join(o) for o in objects if o[1] != SERVING_SCHEMA]
+        stray = [".".join(o) for o in objects if o[1] not in self.policy.schemas]
         if stray:
-            raise GuardSetupError(f"the serving file holds objects outside {SERVING_SCHEMA!r}: {stray}; "
-                                  "it is not a serving snapshot")
+            raise GuardSetupError(f"the serving file holds objects outside {sorted(self.policy.schemas)}: "
+                                  f"{stray}; it is not a serving snapshot")
         unlisted = sorted({o[2].lower() for o in objects} - self.policy.tables)
         if unlisted:
             log.warning("serving snapshot tables not on the guard allowlist (they will be refused): %s",

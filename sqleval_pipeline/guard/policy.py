@@ -1,12 +1,13 @@
 """The guard policy: one declarative file (``evals/guard_policy.yaml``), overridable per configuration.
 
-The policy says which tables untrusted SQL may read (an allowlist: the tables of the serving
-snapshot's ``main`` schema), which functions it may never call, and the resource limits of
-every layer (row cap, statement timeout, memory, threads, address space, SQL size).
+The policy says which tables untrusted SQL may read (an allowlist: by default every table
+the serving snapshot serves; the file's ``allowlist.tables`` can only narrow it), which
+functions it may never call, and the resource limits of every layer (row cap, statement
+timeout, memory, threads, address space, SQL size).
 
->>> p = load_policy()
->>> p.row_cap, p.statement_timeout_s, "fct_orders" in p.tables
-(1000, 30.0, True)
+>>> p = load_policy(served=["fct_orders", "dim_customers"])
+>>> p.row_cap, p.statement_timeout_s, sorted(p.tables)
+(1000, 30.0, ['dim_customers', 'fct_orders'])
 >>> p2 = p.with_overrides({"limits": {"row_cap": 50}, "allowlist": {"tables": ["fct_orders"]}})
 >>> p2.row_cap, sorted(p2.tables)
 (50, ['fct_orders'])
@@ -24,6 +25,7 @@ import json
 import re
 from functools import cached_property
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import yaml
@@ -165,7 +167,8 @@ def _merge(base: dict[str, Any], over: dict[str, Any], where: str = "") -> dict[
     return out
 
 
-def _from_document(doc: dict[str, Any], base: GuardPolicy | None = None) -> GuardPolicy:
+def _from_document(doc: dict[str, Any], base: GuardPolicy | None = None,
+                   served: frozenset[str] | None = None, where: str = "the guard policy") -> GuardPolicy:
     if not isinstance(doc, dict):
         raise PolicyError("the guard policy must be a mapping")
     unknown = set(doc) - _TOP_KEYS
@@ -181,11 +184,22 @@ def _from_document(doc: dict[str, Any], base: GuardPolicy | None = None) -> Guar
         extra = set(data) - set(keys)
         if extra:
             raise PolicyError(f"unknown key(s) {sorted(extra)} in guard policy section {section!r}")
-    if not allow.get("tables"):
-        raise PolicyError("guard policy allowlist.tables is empty: nothing could ever be read")
+    tables = allow.get("tables")
+    if served is not None:
+        if tables is None:
+            tables = sorted(served)
+        else:
+            extra = sorted({str(t).lower() for t in tables} - served)
+            if extra:
+                raise PolicyError(
+                    f"{where}: allowlist.tables names {extra}, which the snapshot does not "
+                    f"serve (served: {sorted(served)}); the policy can only narrow what is "
+                    "served — remove them, or serve them through the project's serve.select")
+    if not tables:
+        raise PolicyError(f"{where}: allowlist.tables is empty: nothing could ever be read")
     try:
         policy = GuardPolicy(
-            tables=allow["tables"],
+            tables=tables,
             schemas=allow.get("schemas", ["main"]),
             catalogs=allow.get("catalogs", []),
             denied_function_names=denied.get("names", []),
@@ -206,13 +220,29 @@ def _from_document(doc: dict[str, Any], base: GuardPolicy | None = None) -> Guar
     return policy
 
 
-def load_policy(path: Path | str | None = None, overrides: dict[str, Any] | None = None) -> GuardPolicy:
-    """Read the policy file (default ``evals/guard_policy.yaml``) and apply ``overrides``."""
+def load_policy(path: Path | str | None = None, overrides: dict[str, Any] | None = None, *,
+                served: Iterable[str] | None = None, schemas: Iterable[str] | None = None,
+                optional: bool = False) -> GuardPolicy:
+    """Read the policy file (default: the bundled ``evals/guard_policy.yaml``) and apply
+    ``overrides``. ``served`` are the snapshot's tables: the allowlist defaults to them and
+    may only narrow them. With ``optional`` a missing file means "every default"."""
     p = Path(path) if path is not None else DEFAULT_POLICY_PATH
     try:
         doc = yaml.safe_load(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise PolicyError(f"no guard policy at {p}") from None
+        if not optional:
+            raise PolicyError(f"no guard policy at {p}") from None
+        doc = {"version": 1}
     except yaml.YAMLError as exc:
         raise PolicyError(f"{p}: not valid YAML: {exc}") from exc
-    return _from_document(doc).with_overrides(overrides)
+    if isinstance(doc, dict) and schemas is not None and "schemas" not in (doc.get("allowlist") or {}):
+        doc = {**doc, "allowlist": {**(doc.get("allowlist") or {}), "schemas": sorted(set(schemas))}}
+    served_set = frozenset(t.lower() for t in served) if served is not None else None
+    return _from_document(doc, served=served_set, where=str(p)).with_overrides(overrides)
+
+
+def project_policy(project: Any, manifest: Any, overrides: dict[str, Any] | None = None) -> GuardPolicy:
+    """The guard policy of a project over its pinned snapshot: the project's policy file
+    (optional) narrowing the snapshot's served tables, plus a configuration's overrides."""
+    return load_policy(project.guard_policy_path, overrides, served=list(manifest.tables),
+                       schemas=[manifest.serving_schema], optional=True)

@@ -97,6 +97,11 @@ def _worker_main(conn: Connection, snapshot_path: str, policy_json: str, workdir
         from sqleval_pipeline.guard.database import fresh_connection, open_guarded_database
 
         root = open_guarded_database(snapshot_path, policy)
+        if "main" not in policy.schemas:  # a serving schema of its own: resolve names there
+            import functools
+
+            fresh_connection = functools.partial(fresh_connection,
+                                                 search_path=sorted(policy.schemas)[0])
     except BaseException as exc:  # noqa: BLE001 - report and exit
         try:
             conn.send({"fatal": f"{type(exc).__name__}: {exc}"})

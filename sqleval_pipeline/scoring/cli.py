@@ -16,7 +16,7 @@ from rich.console import Console
 from sqleval_pipeline.records import Diagnosis, Grade, load_records
 from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.scoring.diff import IncomparableScorecards, diff
-from sqleval_pipeline.scoring.gate import DEFAULT_DECISIONS, gate, load_decisions
+from sqleval_pipeline.scoring.gate import gate, load_decisions
 from sqleval_pipeline.scoring.render import (
     diff_markdown,
     gate_markdown,
@@ -93,13 +93,18 @@ def diff_cmd(
 def gate_cmd(
     baseline: Path = typer.Argument(..., exists=True, dir_okay=False),
     candidate: Path = typer.Argument(..., exists=True, dir_okay=False),
-    decisions: Path = typer.Option(DEFAULT_DECISIONS, "--decisions"),
+    decisions: Path | None = typer.Option(None, "--decisions",
+                                          help="default: the project's decisions file"),
     fail_on_case_regression: bool = typer.Option(False, "--fail-on-case-regression"),
     rebase: bool = typer.Option(False, "--rebase"),
     out: Path | None = typer.Option(None, "--out", "-o"),
     markdown: Path | None = typer.Option(None, "--markdown"),
 ) -> None:
     """Regression gate: exit code 1 when the candidate regresses without a recorded decision."""
+    if decisions is None:
+        from sqleval_pipeline.project import current
+
+        decisions = current().decisions_path
     try:
         result = gate(Scorecard.load(baseline), Scorecard.load(candidate), load_decisions(decisions),
                       fail_on_case_regression=fail_on_case_regression, rebase=rebase)

@@ -431,7 +431,8 @@ def build_scorecard(
         return _slice([c for c in graded_cases if pred(c)], runs, **kw)
 
     overall = _slice(graded_cases, runs, **kw)
-    by_difficulty = {d: sl(lambda c, d=d: c.difficulty == d) for d in DIFFICULTIES
+    order = [*DIFFICULTIES, *sorted({c.difficulty for c in graded_cases} - set(DIFFICULTIES))]
+    by_difficulty = {d: sl(lambda c, d=d: c.difficulty == d) for d in order
                      if any(c.difficulty == d for c in graded_cases)}
     by_band = {b: sl(lambda c, b=b: c.band == b) for b in BANDS if any(c.band == b for c in graded_cases)}
     by_split = {s: sl(lambda c, s=s: c.split == s) for s in SPLITS}

@@ -4,7 +4,7 @@ import io
 import json
 
 from sqleval_pipeline import paths
-from sqleval_pipeline.warehouse.rawgen import AS_OF, FIRST_DAY, RAW_TABLES, generate, render_csv, write_raw
+from sqleval_pipeline.demo.rawgen import AS_OF, FIRST_DAY, RAW_TABLES, generate, render_csv, write_raw
 
 
 def test_same_bytes_twice_and_as_committed(tmp_path):

@@ -5,7 +5,7 @@ import pytest
 
 from sqleval_pipeline import paths
 from sqleval_pipeline import snapshot as snap
-from sqleval_pipeline.warehouse.rawgen import AS_OF
+from sqleval_pipeline.demo.rawgen import AS_OF
 
 
 def test_snapshot_id_is_the_committed_pinned_id(serving_snapshot):

@@ -5,7 +5,7 @@ import pytest
 
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.validation import SnapshotValidationError, default_suites, validate_marts
-from sqleval_pipeline.warehouse.rawgen import AS_OF, FIRST_DAY
+from sqleval_pipeline.demo.rawgen import AS_OF, FIRST_DAY
 
 
 def test_great_expectations_pass_on_the_built_marts(built_warehouse):

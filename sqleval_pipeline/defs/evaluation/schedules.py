@@ -1,18 +1,24 @@
 """Nightly re-evaluation of the active configurations, with fresh attempts."""
 
+from pathlib import Path
+
 import dagster as dg
 
-from sqleval_pipeline import paths
 from sqleval_pipeline.defs.evaluation.jobs import evaluate_job
 from sqleval_pipeline.defs.evaluation.partitions import config_versions
 from sqleval_pipeline.defs.evaluation.sensors import config_partition_keys
+from sqleval_pipeline.defs.resources import SqlevalHome
 
 
 @dg.schedule(job=evaluate_job, cron_schedule="0 2 * * *", execution_timezone="UTC",
              description="02:00 UTC: re-run every active configuration in a new batch so that a "
                          "provider's model drift shows up")
-def nightly_evaluation(context: dg.ScheduleEvaluationContext):
-    keys = config_partition_keys(paths.EVALS_DIR / "configs")
+def nightly_evaluation(context: dg.ScheduleEvaluationContext, sqleval: SqlevalHome):
+    errors: list[str] = []
+    keys = config_partition_keys(Path(sqleval.configs_dir) if sqleval.configs_dir else None,
+                                 sqleval.project, errors)
+    for e in errors:  # one broken file must not stop the others' nightly run
+        context.log.warning(f"invalid configuration skipped: {e}")
     registered = set(context.instance.get_dynamic_partitions(config_versions.name))
     day = context.scheduled_execution_time.strftime("%Y-%m-%d")
     requests = []

@@ -1,7 +1,6 @@
 """The golden set, verified to reproduce on the pinned snapshot."""
 
 
-from pathlib import Path
 
 import dagster as dg
 
@@ -24,18 +23,19 @@ from sqleval_pipeline.golden.stats import stats_markdown, validate_coverage
     ],
 )
 def golden_set(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
-    """Load and validate evals/golden/*.jsonl and re-run every reference (snapshot drift stops
-    the evaluation with the cases named)."""
-    golden = load_golden(Path(sqleval.golden_dir))
-    pinned, manifest, serving = snap.pinned_snapshot(Path(sqleval.manifest_dir),
-                                                     sqleval.home.snapshot_dir)
+    """Load and validate the project's golden files and re-run every reference (snapshot
+    drift stops the evaluation with the cases named)."""
+    project = sqleval.project
+    golden = load_golden(project.golden_dir, difficulties=project.difficulties)
+    pinned, manifest, serving = snap.pinned_snapshot(sqleval.pins_dir, sqleval.home.snapshot_dir)
     drifts = verify_cases(golden.cases, serving, pinned, manifest.as_of)
-    coverage = validate_coverage(golden.cases)
+    coverage = validate_coverage(golden.cases, project.difficulties)
     yield dg.MaterializeResult(
         metadata={
             "cases": len(golden),
             "snapshot_id": pinned,
-            "stats": dg.MetadataValue.md(stats_markdown(golden.cases)),
+            "golden_dir": dg.MetadataValue.path(str(project.golden_dir)),
+            "stats": dg.MetadataValue.md(stats_markdown(golden.cases, project.difficulties)),
         }
     )
     yield dg.AssetCheckResult(

@@ -2,8 +2,6 @@
 serving snapshot must be byte-for-byte unchanged afterwards (both blocking checks)."""
 
 import json
-from pathlib import Path
-
 import dagster as dg
 
 from sqleval_pipeline import snapshot as snap
@@ -26,16 +24,21 @@ class GuardrailConfig(dg.Config):
 )
 def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
                     sqleval: SqlevalHome):
-    """Run evals/hostile/*.jsonl through the guard; question cases are answered by an
-    adversarial double that obeys every injection, so only non-prompt layers can stop them."""
+    """Run the hostile suite, instantiated over the project's served tables and its sensitive
+    models, through the guard; question cases are answered by an adversarial double that
+    obeys every injection, so only non-prompt layers can stop them."""
+    from sqleval_pipeline.foundation import hostile_suite
     from sqleval_pipeline.guard.executor import GuardedExecutor
-    from sqleval_pipeline.guard.hostile import load_cases, run_suite
+    from sqleval_pipeline.guard.hostile import run_suite
+    from sqleval_pipeline.guard.policy import project_policy
 
-    _pinned, manifest, path = snap.pinned_snapshot(Path(sqleval.manifest_dir),
-                                                   sqleval.home.snapshot_dir)
-    suite = load_cases(None)
+    project = sqleval.project
+    _pinned, manifest, path = snap.pinned_snapshot(sqleval.pins_dir, sqleval.home.snapshot_dir)
+    suite, skipped = hostile_suite(project, manifest)
+    for template_id, reason in skipped:
+        context.log.info(f"hostile case {template_id} not instantiated: {reason}")
     report_path = sqleval.home.root / "reports" / "guardrails.json"
-    with GuardedExecutor(path, as_of=manifest.as_of) as guard:
+    with GuardedExecutor(path, as_of=manifest.as_of, policy=project_policy(project, manifest)) as guard:
         report = run_suite(suite, guard, timeout_s=config.timeout_s)
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
@@ -49,6 +52,7 @@ def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
                      f"{row.get('by_cap', 0)} | {row['got_through']} |")
     yield dg.MaterializeResult(metadata={
         "cases": len(report.verdicts),
+        "not_instantiated": dg.MetadataValue.json([f"{t}: {r}" for t, r in skipped]),
         "got_through": len(through),
         "seconds": round(report.seconds, 1),
         "per_category": dg.MetadataValue.md("\n".join(lines)),

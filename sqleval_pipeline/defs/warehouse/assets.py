@@ -1,8 +1,6 @@
-"""Raw data (deterministic generator + load) and the dbt models of the warehouse."""
+"""The project's optional raw-data step and its dbt models, built from ``sqleval.yaml``."""
 
 
-import json
-import os
 import shutil
 from collections.abc import Mapping
 from typing import Any
@@ -10,66 +8,85 @@ from typing import Any
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, dbt_assets
 
-from sqleval_pipeline import paths
 from sqleval_pipeline.defs.resources import OfflineDbtCliResource, SqlevalHome, dbt_project
-from sqleval_pipeline.warehouse.load import load_raw
-from sqleval_pipeline.warehouse.rawgen import RAW_TABLES, write_raw
-
-RAW_CHECKSUMS = paths.DBT_PROJECT_DIR / "raw_checksums.json"
+from sqleval_pipeline.project import Project
+from sqleval_pipeline.warehouse import dbt
 
 
-def raw_asset_key(schema: str, name: str) -> dg.AssetKey:
-    return dg.AssetKey([schema, name])
+class ProjectTranslator(DagsterDbtTranslator):
+    """Groups: ``raw`` (sources and seeds), ``served`` (the models the snapshot serves),
+    ``warehouse`` (every other model: staging, sensitive, helpers)."""
 
+    def __init__(self, served_ids: frozenset[str]):
+        super().__init__()
+        self.served_ids = served_ids
 
-@dg.multi_asset(
-    specs=[
-        dg.AssetSpec(
-            raw_asset_key(t.schema, t.name),
-            group_name="raw",
-            description=f"Raw {t.name} ({len(t.columns)} columns) from the deterministic generator",
-            kinds={"duckdb", "python"},
-        )
-        for t in RAW_TABLES
-    ],
-    can_subset=False,
-)
-def raw_commerce_data(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
-    """Generate the raw CSV files (same bytes everywhere) and load them into the warehouse."""
-    home = sqleval.home
-    checksums = write_raw(home.raw_dir)
-    pinned = json.loads(RAW_CHECKSUMS.read_text()) if RAW_CHECKSUMS.exists() else {}
-    drifted = sorted(f for f, h in checksums.items() if pinned and pinned.get(f) != h)
-    if drifted:
-        context.log.warning(f"raw files differ from {RAW_CHECKSUMS.name}: {drifted}")
-    counts = load_raw(home.raw_dir, home.warehouse)
-    for t in RAW_TABLES:
-        yield dg.MaterializeResult(
-            asset_key=raw_asset_key(t.schema, t.name),
-            metadata={
-                "rows": counts[f"{t.schema}.{t.name}"],
-                "sha256": checksums[t.filename],
-                "matches_committed_checksum": t.filename not in drifted,
-            },
-        )
-
-
-class CommerceTranslator(DagsterDbtTranslator):
     def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
-        if dbt_resource_props.get("resource_type") == "source":
+        kind = dbt_resource_props.get("resource_type")
+        if kind in ("source", "seed"):
             return "raw"
-        schema = dbt_resource_props.get("config", {}).get("schema") or "warehouse"
-        return {"marts": "marts", "staging": "staging"}.get(schema, "sensitive")
+        return "served" if dbt_resource_props.get("unique_id") in self.served_ids else "warehouse"
 
 
-@dbt_assets(manifest=dbt_project().manifest_path, dagster_dbt_translator=CommerceTranslator())
-def commerce_dbt_models(
-    context: dg.AssetExecutionContext, dbt: OfflineDbtCliResource, sqleval: SqlevalHome
-):
-    """dbt build: staging views, marts, sensitive schemas, data tests and unit tests."""
-    os.environ["SQLEVAL_WAREHOUSE"] = str(sqleval.home.warehouse)
-    target = dbt_project().project_dir / "target" / f"dagster-{context.run_id[:8]}"
-    try:
-        yield from dbt.cli(["build"], context=context, target_path=target).stream()
-    finally:
-        shutil.rmtree(target, ignore_errors=True)
+def build_warehouse_assets(project: Project) -> tuple[list[dg.AssetsDefinition], list[dg.AssetKey]]:
+    """(assets, asset keys of the served models) for the project's raw step and dbt build."""
+    prepared = dbt_project(project)
+    selection = dbt.served_selection(project)
+    served_ids = frozenset(r.unique_id for r in selection.served)
+    translator = ProjectTranslator(served_ids)
+
+    @dbt_assets(manifest=prepared.manifest_path, dagster_dbt_translator=translator,
+                name=f"{_ident(project.name)}_dbt_models", project=prepared)
+    def dbt_models(context: dg.AssetExecutionContext, dbt: OfflineDbtCliResource,  # noqa: F811
+                   sqleval: SqlevalHome):
+        """dbt build of the project: models, seeds, data tests and unit tests."""
+        target = sqleval.project.dbt_target_dir / f"dagster-{context.run_id[:8]}"
+        try:
+            yield from dbt.cli(["build"], context=context, target_path=target).stream()
+        finally:
+            results = target / "run_results.json"
+            if results.exists():  # the validation step reads which dbt tests ran
+                shutil.copyfile(results, sqleval.project.dbt_target_dir / "run_results.json")
+            shutil.rmtree(target, ignore_errors=True)
+
+    served_keys = sorted((spec.key for spec in dbt_models.specs
+                          if spec.metadata.get("dagster_dbt/unique_id") in served_ids),
+                         key=lambda k: k.path)
+    assets: list[dg.AssetsDefinition] = [dbt_models]
+    if project.spec.raw_data is not None:
+        source_keys = sorted({dep.asset_key for spec in dbt_models.specs for dep in spec.deps
+                              if dep.asset_key not in {s.key for s in dbt_models.specs}},
+                             key=lambda k: k.path)
+        assets.insert(0, _raw_step(project, source_keys))
+    return assets, served_keys
+
+
+def _ident(name: str) -> str:
+    import re
+
+    return re.sub(r"\W", "_", name.lower())
+
+
+def _raw_step(project: Project, source_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
+    step = project.spec.raw_data
+    how = step.python or " ".join(step.command or [])  # type: ignore[union-attr]
+
+    @dg.multi_asset(
+        name="raw_data",
+        specs=[dg.AssetSpec(k, group_name="raw", kinds={"duckdb"},
+                            description=f"Source table filled by the project's raw-data step ({how})")
+               for k in source_keys],
+        can_subset=False,
+    )
+    def raw_data(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
+        """The project's raw-data step (``raw_data:`` in sqleval.yaml), before dbt."""
+        from sqleval_pipeline.warehouse.raw import run_raw_step
+
+        p = sqleval.project
+        counts = run_raw_step(p, sqleval.home.raw_dir, dbt.warehouse_path(p))
+        for key in source_keys:
+            rows = counts.get(".".join(key.path[-2:]))
+            yield dg.MaterializeResult(asset_key=key,
+                                       metadata={"rows": rows} if rows is not None else {})
+
+    return raw_data

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import duckdb
 
-from sqleval_pipeline.warehouse.rawgen import RAW_TABLES
+from sqleval_pipeline.demo.rawgen import RAW_TABLES
 
 
 def _quote(s: str) -> str:

@@ -16,7 +16,7 @@ The business, by design, carries the traps a text-to-SQL system must know about:
 * sensitive data lives in ``hr`` (employees, salaries) and ``pii`` (customer contacts);
 * a few product descriptions carry prompt-injection payloads (for the hostile suite).
 
-Run ``python -m sqleval_pipeline.warehouse.rawgen OUTDIR`` to write the CSV files.
+Run ``python -m sqleval_pipeline.demo.rawgen OUTDIR`` to write the CSV files.
 """
 
 from __future__ import annotations

@@ -1,0 +1,65 @@
+"""The ``sqleval`` command line. Long work materializes the same Dagster assets the UI shows.
+
+Every command works on one sqleval project: ``--project DIR`` (or ``SQLEVAL_PROJECT``), else
+the ``sqleval.yaml`` of the current directory, else the bundled demo."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from sqleval_pipeline.cli import build as build_cmds
+from sqleval_pipeline.cli import evaluate, golden, init
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Evaluate a text-to-SQL system on pinned data, with hard guardrails.")
+
+
+@app.callback()
+def _options(
+    project: Annotated[Optional[Path], typer.Option(
+        "--project", "-p", envvar="SQLEVAL_PROJECT",
+        help="sqleval project directory (or its sqleval.yaml). Default: ./sqleval.yaml, else "
+             "the bundled demo")] = None,
+) -> None:
+    from sqleval_pipeline import project as proj
+
+    if project is not None:
+        target = project / proj.PROJECT_FILE if project.is_dir() else project
+        if not target.exists():
+            from sqleval_pipeline.cli.common import fail
+
+            fail(f"--project {project}: no {proj.PROJECT_FILE} there; create one with "
+                 f"`sqleval init {project} --dbt-project PATH`")
+    proj.select(project)
+
+
+app.command("init")(init.init)
+app.command("build")(build_cmds.build)
+app.command("run")(evaluate.run)
+app.command("demo")(evaluate.demo)
+app.add_typer(build_cmds.warehouse_app, name="warehouse")
+app.add_typer(build_cmds.snapshot_app, name="snapshot")
+app.add_typer(golden.golden_app, name="golden")
+
+
+def _mount_subcommands() -> None:
+    from sqleval_pipeline.guard.cli import app as guard_app
+    from sqleval_pipeline.scoring.cli import app as scoring_app
+
+    app.registered_commands.extend(scoring_app.registered_commands)  # scorecard, diff, gate
+    app.add_typer(guard_app, name="guardrails", help="Guarded execution and the hostile suite")
+
+
+_mount_subcommands()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

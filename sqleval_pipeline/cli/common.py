@@ -1,0 +1,133 @@
+"""What every command group shares: consoles, failing with a sentence, the selected
+project, and in-process materialization of the Dagster assets (one pipeline)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err = Console(stderr=True)
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    raise typer.Exit(code)
+
+
+def project():
+    """The selected project (``--project``, ``SQLEVAL_PROJECT``, ./sqleval.yaml, the demo)."""
+    from sqleval_pipeline.project import ProjectError, current
+
+    try:
+        return current()
+    except ProjectError as exc:
+        fail(str(exc))
+
+
+def run_assets(groups: list[str], run_config: dict | None = None, *, partition_key: str | None = None,
+               configs_dir: str | None = None, show_progress: bool = False):
+    """Materialize asset groups of the project in-process. dbt's streamed log goes to a file,
+    not the screen; long stages drive rich progress bars."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from sqleval_pipeline import progress as progress_hook
+    from sqleval_pipeline.orchestrate import RunFailed, materialize
+    from sqleval_pipeline.project import ProjectError
+
+    proj = project()
+    log_dir = proj.home.root / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / "last-run.log"
+    screen = Console(file=sys.stdout)
+    label = f"{', '.join(groups)}" + (f" for {partition_key}" if partition_key else "")
+    failure = None
+    bars = Progress(TextColumn("{task.description:>12}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=screen, transient=False)
+    tasks: dict[str, int] = {}
+
+    def sink(stage: str, done: int, total: int) -> None:
+        if stage not in tasks:
+            tasks[stage] = bars.add_task(stage, total=total)
+        bars.update(tasks[stage], completed=done, total=total)
+
+    ctx = bars if show_progress else screen.status(f"materializing {label} (log: {log_path}) …")
+    with ctx:
+        if show_progress:
+            progress_hook.set_sink(sink)
+        try:
+            with log_path.open("w") as log, contextlib.redirect_stdout(log):
+                summary = materialize(groups, run_config, project=proj, partition_key=partition_key,
+                                      configs_dir=configs_dir)
+        except (RunFailed, ProjectError) as exc:
+            failure = exc
+        except Exception as exc:  # dbt/Dagster setup errors: say what, keep the log
+            failure = f"{type(exc).__name__}: {exc}"
+        finally:
+            progress_hook.set_sink(None)
+    if failure is not None:
+        fail(f"{failure}\n(full log: {log_path})")
+    return summary
+
+
+def pinned():
+    """(id, manifest, serving path) of the project's pinned snapshot."""
+    from sqleval_pipeline import snapshot as snap
+
+    proj = project()
+    try:
+        return snap.pinned_snapshot(proj.manifest_dir, proj.home.snapshot_dir)
+    except snap.SnapshotError as exc:
+        fail(str(exc))
+
+
+def load_golden_or_fail(path: Path):
+    from sqleval_pipeline.golden.loader import GoldenError, load_golden
+
+    try:
+        return load_golden(path, difficulties=project().difficulties)
+    except GoldenError as exc:
+        fail(str(exc))
+
+
+def print_summary(summary, title: str) -> None:
+    """What a run produced: served tables with row counts, snapshot id, golden set, checks."""
+    mats = summary.materialized
+    t = Table(title=title)
+    t.add_column("stage")
+    t.add_column("result")
+    raw = {k: m["rows"] for k, m in mats.items() if "rows" in m and k not in ("serving_snapshot",)}
+    if raw:
+        t.add_row("raw data", f"{len(raw)} tables, {sum(raw.values()):,} rows")
+    own = {"serving_snapshot", "golden_set", "guardrail_suite", "judge_calibration"}
+    dbt = [k for k in mats if k not in raw and k not in own and not k.startswith("eval_")]
+    if dbt:
+        t.add_row("dbt warehouse", f"{len(dbt)} models/seeds built and tested")
+    if "serving_snapshot" in mats:
+        m = mats["serving_snapshot"]
+        tables = m.get("tables") or {}
+        t.add_row("serving snapshot", f"{m.get('snapshot_id')} as of {m.get('as_of')}; "
+                  f"{m.get('expectations_passed')} GX expectations passed")
+        for name, rows in sorted(tables.items()):
+            t.add_row("", f"  {name}: {rows:,} rows")
+        for note in m.get("not_served") or []:
+            t.add_row("", f"  [dim]{note}[/]")
+    if "guardrail_suite" in mats:
+        m = mats["guardrail_suite"]
+        t.add_row("guardrails", f"{m.get('cases')} hostile cases, {m.get('got_through')} got "
+                  f"through ({m.get('seconds')} s); snapshot checksum checked")
+    if "golden_set" in mats:
+        t.add_row("golden set", f"{mats['golden_set'].get('cases')} cases reproduce on "
+                  f"{mats['golden_set'].get('snapshot_id')}")
+    console.print(t)
+    bad = [k for k, ok in summary.checks.items() if not ok]
+    console.print(f"{len(mats)} assets materialized in {summary.seconds:.1f} s "
+                  f"(Dagster run {summary.run_id[:8]}); "
+                  f"{len(summary.checks) - len(bad)}/{len(summary.checks)} asset checks passed"
+                  + (f" (failed: {', '.join(bad)})" if bad else ""))

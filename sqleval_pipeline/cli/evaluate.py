@@ -1,0 +1,153 @@
+"""``sqleval run`` (one configuration) and ``sqleval demo`` (the project end to end)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from sqleval_pipeline.cli.common import console, err, fail, print_summary, project, run_assets
+
+
+def _environment():
+    from sqleval_pipeline import evaluation as ev
+
+    try:
+        return ev.environment(project())
+    except (ev.EvaluationError, ValueError) as exc:
+        fail(str(exc))
+
+
+def show_evaluation(partition_key: str, *, markdown: Path | None = None) -> bool:
+    """Print the newest scorecard, diff and gate of a configuration version; True if the gate
+    passed or had nothing to compare with."""
+    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.scoring import Diff, GateResult
+    from sqleval_pipeline.scoring.render import (
+        diff_markdown,
+        gate_markdown,
+        render_diff,
+        render_gate,
+        render_scorecard,
+        scorecard_markdown,
+    )
+
+    env = _environment()
+    card, batch = ev.latest_scorecard(env, partition_key)
+    if card is None:
+        fail(f"no scorecard for {partition_key}")
+    render_scorecard(card, console)
+    folder = env.store.batch_dir(partition_key, batch.batch_id)
+    console.print(f"batch {batch.batch_id}: {batch.counts}; {batch.provider_calls} provider call(s) "
+                  f"made for this batch so far; files in {folder}")
+    md = [scorecard_markdown(card)]
+    passed = True
+    if (folder / "gate.json").exists():
+        d = Diff.model_validate_json((folder / "diff.json").read_text())
+        g = GateResult.model_validate_json((folder / "gate.json").read_text())
+        render_diff(d, console)
+        render_gate(g, console)
+        md += [diff_markdown(d), gate_markdown(g)]
+        passed = g.passed
+    if (folder / "calibrated_refusal.json").exists():
+        from sqleval_pipeline.scoring import CalibratedRefusal
+
+        cr = CalibratedRefusal.model_validate_json((folder / "calibrated_refusal.json").read_text())
+        line = (f"calibrated refusal (strict {cr.strict_config} vs permissive {cr.permissive_config}, "
+                f"{len(cr.declined_cases)} declined answerable case(s)): {cr.verdict}")
+        console.print(line)
+        md.append(f"## Calibrated refusal\n\n{line}")
+    try:
+        report = ev.calibration_report(env)
+    except Exception as exc:  # labels broken: say so, do not hide the scorecard
+        err.print(f"[yellow]judge calibration unavailable:[/] {exc}")
+        report = None
+    if report is not None:
+        lines = ev.calibration_lines(report)
+        for line in lines:
+            console.print(line)
+        md.append("## Judge calibration\n\n" + "\n".join(f"- {line}" for line in lines))
+    if markdown:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text("\n\n".join(md) + "\n")
+        console.print(f"report: {markdown}")
+    return passed
+
+
+def run(
+    config: Annotated[Path, typer.Option("--config", "-c", help="Configuration YAML (the project's configs folder)")],
+    runs: Annotated[Optional[int], typer.Option(help="Override the configuration's runs")] = None,
+    cases: Annotated[Optional[str], typer.Option(help="Comma-separated case ids")] = None,
+    split: Annotated[Optional[str], typer.Option(help="dev or heldout")] = None,
+    new_batch: Annotated[bool, typer.Option("--new-batch", help="Fresh attempts even if a finished batch exists")] = False,
+    report: Annotated[Optional[Path], typer.Option(help="Also write the scorecard/diff/gate as Markdown")] = None,
+) -> None:
+    """Evaluate one configuration: attempts → guarded executions → grades → scorecard → gate.
+
+    Re-running an unchanged configuration reuses its finished batch (no model calls); an
+    interrupted batch resumes where it stopped. Exits 1 when the regression gate fails."""
+    from sqleval_pipeline.configs import ConfigError, load_config
+    from sqleval_pipeline.orchestrate import EVALUATION_GROUPS
+
+    proj = project()
+    try:
+        loaded = load_config(config, project=proj)
+    except ConfigError as exc:
+        fail(str(exc))
+    if split and split not in ("dev", "heldout"):
+        fail(f"--split must be dev or heldout, not {split!r}")
+    op_config: dict = {"batch": "new" if new_batch else "latest"}
+    if runs:
+        op_config["runs"] = runs
+    if cases:
+        op_config["case_ids"] = [c.strip() for c in cases.split(",") if c.strip()]
+    if split:
+        op_config["split"] = split
+    console.print(f"evaluating [bold]{loaded.partition_key}[/] ({loaded.config.generator.kind}) "
+                  f"in project {proj.name}")
+    summary = run_assets(EVALUATION_GROUPS, {"ops": {"eval_attempts": {"config": op_config}}},
+                         partition_key=loaded.partition_key, configs_dir=str(config.resolve().parent),
+                         show_progress=True)
+    calls = summary.materialized.get("eval_attempts", {}).get("provider_calls", 0)
+    console.print(f"Dagster run {summary.run_id[:8]} in {summary.seconds:.1f} s; this run made "
+                  f"{calls} provider call(s)")
+    if not show_evaluation(loaded.partition_key, markdown=report):
+        fail("regression gate failed: accuracy dropped below the baseline without a recorded "
+             f"decision ({proj.decisions_path})")
+
+
+def demo() -> None:
+    """The project end to end with no key and no network (on the bundled demo: `make demo`):
+    build the warehouse and the pinned snapshot, verify the golden set, run the guardrails,
+    then evaluate every active configuration (baselines first) and gate each against its
+    baseline, then calibrate the judges."""
+    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.configs import load_configs
+    from sqleval_pipeline.judging.calibration import CalibrationReport, render_calibration
+    from sqleval_pipeline.orchestrate import EVALUATION_GROUPS, FOUNDATION_GROUPS, JUDGING_GROUPS
+
+    from sqleval_pipeline.cli.golden import golden_stats
+
+    proj = project()
+    summary = run_assets(FOUNDATION_GROUPS)
+    print_summary(summary, f"sqleval demo ({proj.name}): foundation")
+    golden_stats(None, False)
+    configs = [c for c in load_configs(project=proj) if c.config.active]
+    names = {c.name for c in configs}
+    configs.sort(key=lambda c: (c.config.baseline in names, c.name))  # baselines first
+    for loaded in configs:
+        console.rule(f"evaluating {loaded.partition_key}")
+        s = run_assets(EVALUATION_GROUPS, partition_key=loaded.partition_key, show_progress=True)
+        console.print(f"Dagster run {s.run_id[:8]} in {s.seconds:.1f} s")
+        ok = show_evaluation(loaded.partition_key,
+                             markdown=proj.home.root / "reports" / f"{loaded.name}.md")
+        if not ok:
+            fail(f"regression gate failed for {loaded.partition_key}")
+    console.rule(f"judge calibration against human labels ({proj.labels_dir})")
+    run_assets(JUDGING_GROUPS)
+    stored = ev.calibration_path(_environment())
+    if stored.exists():  # written by the judge_calibration asset that just ran
+        render_calibration(CalibrationReport.model_validate_json(stored.read_text()), console)
+    console.print(f"Dagster runs are recorded in {proj.home.dagster_home}: `make ui` (or "
+                  "`sqleval ui`) to browse them and follow lineage from a scorecard to the rows.")

@@ -1,0 +1,214 @@
+"""``sqleval golden …``: validate, freeze, verify, stats, add one case, import a file."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from sqleval_pipeline.cli.common import console, err, fail, load_golden_or_fail, pinned, project
+
+golden_app = typer.Typer(no_args_is_help=True, help="The golden set of question → SQL → result.")
+
+GoldenPath = Annotated[Optional[Path], typer.Option("--golden", help="Golden file or directory "
+                                                     "(default: the project's golden folder)")]
+
+
+def _golden(golden: Path | None) -> Path:
+    return golden or project().golden_dir
+
+
+@golden_app.command("validate")
+def golden_validate(golden: GoldenPath = None) -> None:
+    """Load and validate the golden set (schema, ids, taxonomy, coverage) without running it."""
+    from sqleval_pipeline.golden.stats import validate_coverage
+
+    gs = load_golden_or_fail(_golden(golden))
+    for s in validate_coverage(gs.cases, project().difficulties):
+        err.print(f"[yellow]coverage:[/] {s}")
+    console.print(f"{len(gs)} cases valid in {', '.join(gs.domains())}")
+
+
+@golden_app.command("freeze")
+def golden_freeze(
+    golden: GoldenPath = None,
+    cases: Annotated[Optional[str], typer.Option(help="Comma-separated case ids (default: all)")] = None,
+) -> None:
+    """Run reference SQL on the pinned snapshot and store expected results (never by hand)."""
+    from sqleval_pipeline.golden.freeze import FreezeError, freeze_cases
+    from sqleval_pipeline.golden.loader import write_cases
+
+    pinned_id, manifest, serving = pinned()
+    wanted = set(cases.split(",")) if cases else None
+    gs = load_golden_or_fail(_golden(golden))
+    if wanted and (unknown := wanted - set(gs.by_id())):
+        fail(f"unknown case id(s): {', '.join(sorted(unknown))}")
+    by_file: dict[Path, list] = {}
+    for c in gs.cases:  # in file order
+        by_file.setdefault(gs.locations[c.id][0], []).append(c)
+    n = 0
+    for f, file_cases in by_file.items():
+        todo = [c for c in file_cases if wanted is None or c.id in wanted]
+        if not todo:
+            continue
+        try:
+            frozen = {c.id: c for c in freeze_cases(todo, serving, pinned_id, manifest.as_of)}
+        except FreezeError as exc:
+            fail(f"{f}: {exc}")
+        write_cases(f, [frozen.get(c.id, c) for c in file_cases])
+        n += len(todo)
+    console.print(f"froze {n} case(s) against {pinned_id} (as of {manifest.as_of})")
+
+
+@golden_app.command("verify")
+def golden_verify(golden: GoldenPath = None) -> None:
+    """Re-run every reference on the pinned snapshot; fail naming every case that drifted."""
+    from sqleval_pipeline.golden.freeze import verify_cases
+
+    pinned_id, manifest, serving = pinned()
+    gs = load_golden_or_fail(_golden(golden))
+    started = time.perf_counter()
+    with console.status(f"re-running {len(gs)} reference queries on {pinned_id} …"):
+        drifts = verify_cases(gs.cases, serving, pinned_id, manifest.as_of)
+    if drifts:
+        fail(f"snapshot drift: {len(drifts)} case(s) do not reproduce on {pinned_id}:\n  "
+             + "\n  ".join(str(d) for d in drifts)
+             + "\nThe evaluation stops here: fix the data or re-freeze the named cases "
+             "(`sqleval golden freeze --cases …`) after review.")
+    n_ref = sum(1 + len(c.alternative_sqls) for c in gs.cases if c.reference_sql)
+    console.print(f"[green]verified[/] {len(gs)} cases ({n_ref} reference queries) reproduce on "
+                  f"{pinned_id} in {time.perf_counter() - started:.1f} s")
+
+
+@golden_app.command("add")
+def golden_add(
+    question: Annotated[str, typer.Option(help="The question as the user asked it")],
+    sql: Annotated[Optional[str], typer.Option(help="Corrected reference SQL (omit: unverified case)")] = None,
+    difficulty: Annotated[Optional[str], typer.Option(help="One of the project's difficulties "
+                                                      "(default: the second, else the first)")] = None,
+    band: Annotated[str, typer.Option(help="answerable, needs_definition or should_refuse")] = "answerable",
+    cluster: Annotated[Optional[str], typer.Option(help="Group of related questions, e.g. the "
+                                                   "fact table (default: the taxonomy's default)")] = None,
+    split: Annotated[str, typer.Option(help="dev or heldout")] = "dev",
+    order_matters: Annotated[bool, typer.Option("--order-matters")] = False,
+    traps: Annotated[Optional[str], typer.Option(help="Comma-separated trap names")] = None,
+    case_id: Annotated[Optional[str], typer.Option("--id", help="Default: the next free id")] = None,
+    source: Annotated[str, typer.Option(help="Where the case came from")] = "production wrong-answer report",
+    author: Annotated[str, typer.Option(help="Who wrote the reference SQL")] = "unknown",
+    reviewer: Annotated[Optional[str], typer.Option(help="Reviewer; without one the case stays unverified")] = None,
+    file: Annotated[Optional[Path], typer.Option("--file", help="Golden file to append to "
+                                                 "(default: the project's golden file)")] = None,
+) -> None:
+    """Turn a production wrong-answer report into a golden case: question + corrected SQL →
+    frozen expected result, appended to the project's golden file."""
+    from sqleval_pipeline.golden.growth import GrowthError, add_case
+    from sqleval_pipeline.guard.policy import project_policy
+
+    proj = project()
+    difficulties = proj.difficulties
+    difficulty = difficulty or (difficulties[1] if len(difficulties) > 1 else difficulties[0])
+    if difficulty not in difficulties:
+        fail(f"--difficulty {difficulty!r} is not in the project's taxonomy {list(difficulties)}")
+    pinned_id, manifest, serving = pinned()
+    target = file or proj.default_golden_file()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        case = add_case(target, question=question, sql=sql, difficulty=difficulty, band=band,
+                        cluster=cluster or proj.spec.taxonomy.default_cluster, serving=serving,
+                        snapshot_id=pinned_id, as_of=manifest.as_of, split=split,
+                        order_matters=order_matters,
+                        traps=[t.strip() for t in traps.split(",")] if traps else None,
+                        case_id=case_id, source=source, author=author, reviewer=reviewer,
+                        policy=project_policy(proj, manifest))
+    except Exception as exc:  # GrowthError, FreezeError, GoldenError: all name what to fix
+        fail(f"{type(exc).__name__}: {exc}" if not isinstance(exc, GrowthError) else str(exc))
+    rows = len(case.expected.rows) if case.expected else 0
+    console.print(f"added [bold]{case.id}[/] ({case.status}) to {target}: "
+                  + (f"{rows} expected row(s) frozen on {pinned_id}" if case.expected else
+                     "no reference SQL yet: it runs with an execution-only score until reviewed"))
+
+
+@golden_app.command("import")
+def golden_import(
+    path: Annotated[Path, typer.Argument(help="Question file: CSV/JSONL (id, question, sql, "
+                                         "answerable, tags, …), defog CSV, Spider or BIRD JSON")],
+    fmt: Annotated[Optional[str], typer.Option("--format", help="csv, jsonl, defog, spider or bird "
+                                               "(default: from the file)")] = None,
+    dialect: Annotated[Optional[str], typer.Option(help="SQL dialect of the file (snowflake, "
+                                                   "bigquery, postgres, sqlite, …): transpiled to DuckDB")] = None,
+    file: Annotated[Optional[Path], typer.Option("--file", help="Golden file to add the cases to "
+                                                 "(default: the project's golden file)")] = None,
+    difficulty: Annotated[Optional[str], typer.Option(help="Difficulty of rows that give none")] = None,
+    cluster: Annotated[Optional[str], typer.Option(help="Cluster of rows that give none")] = None,
+    split: Annotated[str, typer.Option(help="Split of rows that give none")] = "dev",
+    id_prefix: Annotated[Optional[str], typer.Option(help="Prefix of generated ids")] = None,
+    reviewer: Annotated[Optional[str], typer.Option(help="Reviewer; without one imported cases "
+                                                    "stay unverified")] = None,
+    author: Annotated[str, typer.Option(help="Who wrote the reference SQL")] = "import",
+) -> None:
+    """Import questions into the golden set: every SQL is transpiled (with --dialect), checked
+    by the guard's statement filter and frozen on the pinned snapshot; every rejected row is
+    reported with its line and reason; nothing already in the golden set is changed."""
+    from sqleval_pipeline.golden.importers import read_questions
+    from sqleval_pipeline.golden.importing import import_rows
+    from sqleval_pipeline.guard.policy import project_policy
+
+    proj = project()
+    if not path.exists():
+        fail(f"{path}: no such file")
+    difficulties = proj.difficulties
+    default_difficulty = difficulty or (difficulties[1] if len(difficulties) > 1 else difficulties[0])
+    if default_difficulty not in difficulties:
+        fail(f"--difficulty {default_difficulty!r} is not in the project's taxonomy {list(difficulties)}")
+    pinned_id, manifest, serving = pinned()
+    try:
+        batch = read_questions(path, fmt, dialect)
+    except ValueError as exc:
+        fail(str(exc))
+    target = file or proj.default_golden_file()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    report = import_rows(batch, golden_file=target, serving=serving, snapshot_id=pinned_id,
+                         as_of=manifest.as_of, policy=project_policy(proj, manifest),
+                         difficulties=difficulties, default_difficulty=default_difficulty,
+                         default_cluster=cluster or proj.spec.taxonomy.default_cluster,
+                         default_split=split, id_prefix=id_prefix, reviewer=reviewer, author=author)
+    t = Table(title=f"import of {path.name} ({batch.format}) into {target}")
+    for col in ("line", "case", "result"):
+        t.add_column(col)
+    for c in report.accepted:
+        rows = len(c.expected.rows) if c.expected else 0
+        t.add_row("", c.id, f"[green]{c.status}[/], {rows} row(s) frozen" if c.expected
+                  else f"[green]{c.status}[/] ({c.band})")
+    for r in report.rejected:
+        t.add_row(str(r.line), "-", f"[red]rejected[/]: {r.reason}")
+    console.print(t)
+    for w in report.warnings:
+        err.print(f"[yellow]warning:[/] {w}", highlight=False)
+    console.print(f"{len(report.accepted)} case(s) added, {len(report.rejected)} row(s) rejected"
+                  f"; {target} keeps every case it had")
+    if report.rejected and not report.accepted:
+        raise typer.Exit(1)
+
+
+@golden_app.command("stats")
+def golden_stats(golden: GoldenPath = None,
+                 as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Counts per difficulty × band × split."""
+    from sqleval_pipeline.golden.stats import STATS_HEADER, counts, stats_rows
+
+    gs = load_golden_or_fail(_golden(golden))
+    if as_json:
+        data = [{"difficulty": d, "band": b, "split": s, "cases": n}
+                for (d, b, s), n in sorted(counts(gs.cases).items())]
+        console.print_json(json.dumps(data))
+        return
+    t = Table(title=f"golden set: {len(gs)} cases ({', '.join(gs.domains())}); cells are dev/heldout")
+    for h in STATS_HEADER:
+        t.add_column(h, justify="right" if h != "difficulty" else "left")
+    for row in stats_rows(gs.cases, project().difficulties):
+        t.add_row(*row)
+    console.print(t)

@@ -1,0 +1,281 @@
+"""The user's dbt project, driven from a sqleval project: profile, parse, selection of the
+served models and of everything that must never be served.
+
+**Where the warehouse is.** With ``dbt.warehouse: build`` (the default) sqleval renders your
+profile's target with dbt itself, keeps every setting (extensions, settings, attachments,
+threads) and changes only ``path``: the warehouse is ``<build>/warehouse.duckdb``, written
+through a generated ``profiles.yml`` in ``<build>/dbt_profiles/``. Your own ``profiles.yml``
+and your development database are never touched. With ``dbt.warehouse: profile`` sqleval
+uses the DuckDB file your resolved target names, as is (relative paths are relative to the
+dbt project directory, as when dbt runs there).
+
+dbt always writes its ``target/`` into ``<build>/dbt_target``, so a stale manifest in your
+dbt project can never leak into sqleval's lineage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sqleval_pipeline.project import Project, ProjectError
+
+DBT_ENV = {"DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1"}
+
+
+class DbtError(RuntimeError):
+    """A dbt step failed; the message carries dbt's own output and what to do."""
+
+
+def dbt_executable() -> str:
+    exe = Path(sys.executable).parent / "dbt"
+    return str(exe) if exe.exists() else "dbt"
+
+
+def dbt_env() -> dict[str, str]:
+    return {**os.environ, **DBT_ENV}
+
+
+# ---- profile ----------------------------------------------------------------------------------
+
+
+def rendered_target(project: Project) -> dict[str, Any]:
+    """The user's resolved target (credentials serialized, env vars rendered), with dbt's
+    own profile reader: ``{"profile_name", "target_name", "threads", "credentials"}``."""
+    from argparse import Namespace
+
+    from dbt.config.profile import Profile, read_profile
+    from dbt.config.renderer import ProfileRenderer
+    from dbt.flags import set_from_args
+    from dbt_common.context import set_invocation_context
+
+    profiles_dir = project.user_profiles_dir
+    if not (profiles_dir / "profiles.yml").exists():
+        raise ProjectError(f"{project.file}: field 'dbt.profiles_dir': no profiles.yml in "
+                           f"{profiles_dir}; set dbt.profiles_dir to the folder holding it")
+    set_invocation_context(os.environ)
+    set_from_args(Namespace(), None)
+    try:
+        raw = read_profile(str(profiles_dir))
+        profile = Profile.from_raw_profiles(raw, project.dbt_profile_name,
+                                            renderer=ProfileRenderer({}),
+                                            target_override=project.spec.dbt.target)
+    except Exception as exc:  # dbt raises DbtProfileError / DbtProjectError with a message
+        raise ProjectError(f"{profiles_dir / 'profiles.yml'}: profile "
+                           f"'{project.dbt_profile_name}' cannot be resolved: {exc}") from exc
+    info = profile.to_profile_info(serialize_credentials=True)
+    creds = info["credentials"]
+    if getattr(profile.credentials, "type", None) != "duckdb" and "path" not in creds:
+        raise ProjectError(f"{project.file}: profile '{project.dbt_profile_name}' target "
+                           f"'{info['target_name']}' is not a dbt-duckdb target; sqleval "
+                           "evaluates DuckDB warehouses")
+    return info
+
+
+def warehouse_path(project: Project) -> Path:
+    """The DuckDB file dbt builds (see module doc)."""
+    if project.spec.dbt.warehouse == "build":
+        return project.home.warehouse
+    creds = rendered_target(project)["credentials"]
+    path = str(creds.get("path") or "")
+    if not path or path == ":memory:" or "://" in path:
+        raise ProjectError(f"{project.file}: field 'dbt.warehouse': the target's path is "
+                           f"{path!r}, not a DuckDB file; use `warehouse: build`")
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else (project.dbt_project_dir / p).resolve()
+
+
+def profiles_dir(project: Project) -> Path:
+    """The profiles dir dbt is run with: generated in the build dir (``build``) or the
+    user's (``profile``)."""
+    if project.spec.dbt.warehouse == "profile":
+        return project.user_profiles_dir
+    out = project.home.root / "dbt_profiles"
+    try:
+        info = rendered_target(project)
+        creds = {k: v for k, v in info["credentials"].items()
+                 if k not in ("database", "schema", "path") and v not in (None, [], {})}
+        threads = info.get("threads") or 1
+        schema = info["credentials"].get("schema") or "main"
+    except ProjectError:
+        if (project.user_profiles_dir / "profiles.yml").exists():
+            raise
+        creds, threads, schema = {}, 1, "main"  # no profile at all: a plain DuckDB target
+    output = {"type": "duckdb", **creds, "path": str(project.home.warehouse), "schema": schema,
+              "threads": threads}
+    doc = {project.dbt_profile_name: {"target": "sqleval", "outputs": {"sqleval": output}}}
+    text = ("# generated by sqleval from your profile; only `path` differs. Do not edit.\n"
+            + yaml.safe_dump(doc, sort_keys=True))
+    out.mkdir(parents=True, exist_ok=True)
+    f = out / "profiles.yml"
+    if not f.exists() or f.read_text() != text:
+        f.write_text(text)
+    return out
+
+
+def cli_args(project: Project) -> list[str]:
+    """--project-dir/--profiles-dir/--profile/--target for any dbt command of this project."""
+    args = ["--project-dir", str(project.dbt_project_dir),
+            "--profiles-dir", str(profiles_dir(project))]
+    if project.spec.dbt.warehouse == "build":
+        args += ["--profile", project.dbt_profile_name, "--target", "sqleval"]
+    else:
+        if project.spec.dbt.profile:
+            args += ["--profile", project.spec.dbt.profile]
+        if project.spec.dbt.target:
+            args += ["--target", project.spec.dbt.target]
+    return args
+
+
+def run_dbt(project: Project, command: list[str], *, target_path: Path | None = None,
+            check: bool = True) -> subprocess.CompletedProcess:
+    """Run one dbt command for the project (output captured); raise DbtError on failure."""
+    target = target_path or project.dbt_target_dir
+    argv = [dbt_executable(), *command, *cli_args(project), "--target-path", str(target)]
+    proc = subprocess.run(argv, cwd=project.dbt_project_dir, env=dbt_env(),
+                          capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+        raise DbtError(f"`dbt {' '.join(command)}` failed in {project.dbt_project_dir}:\n{tail}")
+    return proc
+
+
+# ---- manifest and selection -------------------------------------------------------------------
+
+
+def manifest_path(project: Project) -> Path:
+    return project.dbt_target_dir / "manifest.json"
+
+
+def parse(project: Project, *, force: bool = False) -> Path:
+    """``dbt parse`` into the build dir when the manifest is missing (or always with force)."""
+    project.dbt_project_yml  # noqa: B018  (a missing dbt project fails with the field named)
+    path = manifest_path(project)
+    if force or not path.exists():
+        run_dbt(project, ["parse", "--quiet"])
+    return path
+
+
+def load_manifest(project: Project) -> dict[str, Any]:
+    return json.loads(parse(project).read_text())
+
+
+@dataclass(frozen=True)
+class Relation:
+    """One dbt model as a warehouse relation."""
+
+    unique_id: str
+    name: str  # the name it is served as (the relation's identifier)
+    database: str
+    schema: str
+    materialized: str
+
+    @property
+    def qualified(self) -> str:
+        return f'"{self.database}"."{self.schema}"."{self.name}"'
+
+
+@dataclass
+class ServedSelection:
+    served: list[Relation]
+    #: models of the project that are not served (sensitive by definition)
+    unserved: list[Relation]
+    #: what the selection named but cannot be served, each with the reason
+    skipped: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"served": [asdict(r) for r in self.served],
+                "unserved": [asdict(r) for r in self.unserved], "skipped": self.skipped}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ServedSelection:
+        return cls([Relation(**r) for r in d["served"]], [Relation(**r) for r in d["unserved"]],
+                   list(d["skipped"]))
+
+
+def _relation(uid: str, node: dict[str, Any]) -> Relation:
+    return Relation(uid, node.get("alias") or node["name"], node.get("database") or "",
+                    node.get("schema") or "main",
+                    (node.get("config") or {}).get("materialized", "view"))
+
+
+def _selected_ids(project: Project, manifest: dict[str, Any]) -> set[str]:
+    sel, exc = project.spec.serve.select, project.spec.serve.exclude
+    models = {uid for uid, n in manifest["nodes"].items() if n.get("resource_type") == "model"}
+    if not sel and not exc:
+        return models
+    command = ["ls", "--quiet", "--resource-type", "model", "--output", "json",
+               "--output-keys", "unique_id"]
+    if sel:
+        command += ["--select", sel]
+    if exc:
+        command += ["--exclude", exc]
+    proc = run_dbt(project, command, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-10:])
+        raise ProjectError(f"{project.file}: field 'serve.select': dbt cannot evaluate the "
+                           f"selection {sel!r}: {tail}")
+    ids = set()
+    for line in proc.stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            ids.add(json.loads(line)["unique_id"])
+    return ids & models
+
+
+def served_selection(project: Project) -> ServedSelection:
+    """Resolve ``serve.select``/``exclude`` against the project's manifest (cached per
+    manifest and selection, so loading the Dagster definitions does not re-run dbt)."""
+    manifest_file = parse(project)
+    manifest = json.loads(manifest_file.read_text())
+    key = hashlib.sha256(json.dumps([manifest_file.stat().st_mtime_ns, manifest_file.stat().st_size,
+                                     project.spec.serve.select, project.spec.serve.exclude,
+                                     project.spec.sensitive_schemas]).encode()).hexdigest()[:16]
+    cache = project.dbt_target_dir / f"sqleval-served-{key}.json"
+    if cache.exists():
+        return ServedSelection.from_json(json.loads(cache.read_text()))
+    ids = _selected_ids(project, manifest)
+    nodes = manifest["nodes"]
+    sensitive = set(project.spec.sensitive_schemas)
+    served, unserved, skipped = [], [], []
+    for uid in sorted(n for n, v in nodes.items() if v.get("resource_type") == "model"):
+        rel = _relation(uid, nodes[uid])
+        if uid not in ids:
+            unserved.append(rel)
+        elif rel.materialized == "ephemeral":
+            skipped.append(f"{uid}: ephemeral models have no relation to serve")
+            unserved.append(rel)
+        elif rel.schema.lower() in sensitive:
+            skipped.append(f"{uid}: in sensitive schema '{rel.schema}', never served")
+            unserved.append(rel)
+        else:
+            served.append(rel)
+    names: dict[str, str] = {}
+    for r in served:
+        if r.name.lower() in names:
+            raise ProjectError(
+                f"{project.file}: field 'serve.select': two served models are both named "
+                f"'{r.name}' ({names[r.name.lower()]} and {r.unique_id}); the snapshot serves "
+                "tables by name — exclude one of them")
+        names[r.name.lower()] = r.unique_id
+    if not served:
+        raise ProjectError(
+            f"{project.file}: field 'serve.select': the selection {project.spec.serve.select!r} "
+            f"serves no model of the dbt project at {project.dbt_project_dir} "
+            f"({len(unserved)} model(s) exist); check it with `dbt ls --select …`")
+    selection = ServedSelection(served, unserved, skipped)
+    cache.write_text(json.dumps(selection.to_json()))
+    return selection
+
+
+def sensitive_relations(selection: ServedSelection) -> list[tuple[str, str]]:
+    """(schema, name) of every model that is not served: all of them must stay unreadable."""
+    return sorted({(r.schema, r.name) for r in selection.unserved})
