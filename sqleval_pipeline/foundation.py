@@ -55,6 +55,7 @@ def freeze(project: Project, selection: dbt.ServedSelection | None = None) -> sn
         dbt_manifest=dbt.manifest_path(project), validator=check,
         selection=project.spec.serve.select or "(every model)",
         skipped=[*selection.skipped, *notes],
+        sensitive_schemas=project.spec.sensitive_schemas,
     )
 
 
@@ -71,14 +72,13 @@ def sensitive_names(project: Project, selection: dbt.ServedSelection | None = No
     return sorted(out)
 
 
-def hostile_suite(project: Project, manifest: snap.SnapshotManifest) -> tuple[list, list[tuple[str, str]]]:
-    """The hostile cases of a project: the bundled templates (or the project's own files)
-    instantiated over its served tables and its sensitive relations. Returns (cases,
-    templates not instantiated with the reason)."""
+def hostile_suite(project: Project, manifest: snap.SnapshotManifest,
+                  files: list[Path] | None = None) -> tuple[list, list[tuple[str, str]]]:
+    """The hostile cases of a project: the bundled templates (or the project's own files, or
+    ``files``) instantiated over its served tables and its sensitive relations. Returns
+    (cases, templates not instantiated with the reason)."""
     from sqleval_pipeline.guard import hostile
 
-    files = project.hostile_files
-    if hasattr(hostile, "project_suite"):
-        result = hostile.project_suite(manifest, sensitive_names(project), files=files)
-        return list(result.cases), list(result.skipped)
-    return hostile.load_cases(files), []
+    result = hostile.project_suite(manifest, sensitive_names(project),
+                                   files=files or project.hostile_files)
+    return list(result.cases), list(result.skipped)

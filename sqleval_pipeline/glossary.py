@@ -85,16 +85,17 @@ def project_glossary(project: Any) -> Glossary | None:
         from sqleval_pipeline import semantic as sem
     except ImportError:  # pragma: no cover - the module ships with the package
         sem = None
-    if sem is not None:
+    if sem is not None and (project.dbt_project_dir / "dbt_project.yml").exists():
         from sqleval_pipeline.warehouse import dbt
 
         manifest = dbt.load_manifest(project)
         if manifest.get("semantic_models"):
-            built = sem.glossary_from_manifest(manifest)
+            served = {r.unique_id: r.name for r in dbt.served_selection(project).served}
+            built = sem.glossary_from_manifest(manifest, served=served)
             semantic = getattr(built, "glossary", built)
             if isinstance(semantic, tuple):
                 semantic = semantic[0]
-        if semantic is not None or override is not None:
+        if semantic is not None:
             return sem.merge_glossaries(semantic, override)
     return override
 

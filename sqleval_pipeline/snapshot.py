@@ -236,6 +236,7 @@ def freeze_snapshot(
     validator: Callable[[Path, str], Any] | None = None,
     selection: str | None = None,
     skipped: Sequence[str] = (),
+    sensitive_schemas: Sequence[str] = (),
 ) -> SnapshotManifest:
     """Copy the served relations into a serving file, validate it and identify it.
 
@@ -270,6 +271,11 @@ def freeze_snapshot(
         if not todo:
             raise SnapshotError(f"warehouse {warehouse} has nothing to serve in {schemas}; "
                                 "run dbt build")
+        sensitive = {s.lower() for s in sensitive_schemas}
+        leaked = sorted({s for s, _, _ in todo if s.lower() in sensitive})
+        if leaked:  # defence in depth: the selection already leaves these out
+            raise SnapshotError(f"schema '{leaked[0]}' is declared sensitive and can never be "
+                                "served; narrow the selection")
         if serving_schema != "main":
             con.execute(f'CREATE SCHEMA "{serving_schema}"')
         for s, t, qualified in todo:

@@ -19,6 +19,20 @@ os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
 
+def demo_tables() -> list[str]:
+    """The tables the bundled demo project serves (from its committed pinned manifest)."""
+    manifest_dir = paths.REPO_ROOT / "snapshots"
+    sid = snap.read_pinned(manifest_dir)
+    return sorted(snap.SnapshotManifest.from_file(snap.manifest_path(manifest_dir, sid)).tables)
+
+
+def demo_policy(**kwargs):
+    """The bundled guard policy over the demo's served tables."""
+    from sqleval_pipeline.guard.policy import load_policy
+
+    return load_policy(served=demo_tables(), **kwargs)
+
+
 @pytest.fixture(autouse=True)
 def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     """Loopback calls to the provider fakes must never go through a configured proxy."""
@@ -69,9 +83,13 @@ def built_warehouse(tmp_path_factory) -> paths.Home:
 def serving_snapshot(built_warehouse, tmp_path_factory) -> BuiltSnapshot:
     """The serving snapshot frozen from the session warehouse (GX-validated), with its
     manifest written to a temporary folder (the committed snapshots/ is never touched)."""
+    from sqleval_pipeline.validation import load_suites, validate_tables
+
     manifest_dir = tmp_path_factory.mktemp("snapshot_manifests")
+    suites = load_suites(paths.REPO_ROOT / "dbt_project" / "expectations.yml")
     manifest = snap.freeze_snapshot(
-        built_warehouse.warehouse, built_warehouse.snapshot_dir, manifest_dir, AS_OF
+        built_warehouse.warehouse, built_warehouse.snapshot_dir, manifest_dir, AS_OF,
+        validator=lambda path, schema: validate_tables(path, suites, schema),
     )
     snap.write_pinned(manifest_dir, manifest.snapshot_id)
     return BuiltSnapshot(

@@ -10,6 +10,7 @@ from typing import NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 console = Console()
@@ -116,8 +117,12 @@ def print_summary(summary, title: str) -> None:
                   f"{m.get('expectations_passed')} GX expectations passed")
         for name, rows in sorted(tables.items()):
             t.add_row("", f"  {name}: {rows:,} rows")
-        for note in m.get("not_served") or []:
-            t.add_row("", f"  [dim]{note}[/]")
+        notes = m.get("not_served") or []
+        for note in notes[:3]:
+            t.add_row("", f"  [dim]{escape(note)}[/]")
+        if len(notes) > 3:
+            t.add_row("", f"  [dim]… and {len(notes) - 3} more notes (serving_snapshot metadata, "
+                      "`not_served`)[/]")
     if "guardrail_suite" in mats:
         m = mats["guardrail_suite"]
         t.add_row("guardrails", f"{m.get('cases')} hostile cases, {m.get('got_through')} got "

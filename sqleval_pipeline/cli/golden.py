@@ -171,20 +171,30 @@ def golden_import(
         fail(str(exc))
     target = file or proj.default_golden_file()
     target.parent.mkdir(parents=True, exist_ok=True)
-    report = import_rows(batch, golden_file=target, serving=serving, snapshot_id=pinned_id,
-                         as_of=manifest.as_of, policy=project_policy(proj, manifest),
-                         difficulties=difficulties, default_difficulty=default_difficulty,
-                         default_cluster=cluster or proj.spec.taxonomy.default_cluster,
-                         default_split=split, id_prefix=id_prefix, reviewer=reviewer, author=author)
+    from sqleval_pipeline.golden.importing import ImportAborted
+    from sqleval_pipeline.golden.loader import GoldenError
+    from sqleval_pipeline.snapshot import SnapshotError
+
+    try:
+        report = import_rows(batch, golden_file=target, serving=serving, snapshot_id=pinned_id,
+                             as_of=manifest.as_of, policy=project_policy(proj, manifest),
+                             difficulties=difficulties, default_difficulty=default_difficulty,
+                             default_cluster=cluster or proj.spec.taxonomy.default_cluster,
+                             default_split=split, id_prefix=id_prefix, reviewer=reviewer,
+                             author=author)
+    except (GoldenError, ImportAborted, SnapshotError) as exc:
+        fail(f"{exc}\n(nothing was written to {target})")
     t = Table(title=f"import of {path.name} ({batch.format}) into {target}")
     for col in ("line", "case", "result"):
         t.add_column(col)
     for c in report.accepted:
         rows = len(c.expected.rows) if c.expected else 0
-        t.add_row("", c.id, f"[green]{c.status}[/], {rows} row(s) frozen" if c.expected
+        t.add_row(c.provenance.source.rsplit(":", 1)[-1], c.id, f"[green]{c.status}[/], {rows} row(s) frozen" if c.expected
                   else f"[green]{c.status}[/] ({c.band})")
+    from rich.markup import escape
+
     for r in report.rejected:
-        t.add_row(str(r.line), "-", f"[red]rejected[/]: {r.reason}")
+        t.add_row(str(r.line), r.id or "-", f"[red]rejected[/]: {escape(r.reason)}")
     console.print(t)
     for w in report.warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)

@@ -58,8 +58,7 @@ def add_case(
 
         if policy is None:
             objects = list_serving_objects(serving)
-            policy = load_policy(served=[o[2] for o in objects],
-                                 schemas=sorted({o[1] for o in objects}) or ["main"])
+            policy = load_policy(served=[o[2] for o in objects if o[1] == "main"], schemas=["main"])
         statement_filter = StatementFilter(policy, database_names={snapshot_id})
         for i, text in enumerate([sql, *(alternative_sqls or [])]):
             verdict = statement_filter.check(text)

@@ -73,19 +73,17 @@ def run(
     """Run the hostile suite; exit non-zero if anything got through or the snapshot changed."""
     from sqleval_pipeline.foundation import hostile_suite
     from sqleval_pipeline.guard.executor import GuardedExecutor, GuardSetupError
-    from sqleval_pipeline.guard.hostile import HostileCaseError, load_cases, run_suite
+    from sqleval_pipeline.guard.hostile import HostileCaseError, run_suite
     from sqleval_pipeline.guard.policy import PolicyError, project_policy
     from sqleval_pipeline.guard.sandbox import SandboxError
 
     logging.getLogger("sqleval_pipeline.guard").setLevel(logging.WARNING)
     project, path, manifest = _resolve_snapshot(snapshot)
     try:
-        if cases:
-            suite = load_cases(cases)
-        else:
-            suite, skipped = hostile_suite(project, manifest)
-            for template_id, why in skipped:
-                console.print(f"[yellow]not instantiated[/] {template_id}: {why}", highlight=False)
+        suite, skipped = hostile_suite(project, manifest, files=cases or None)
+        for template_id, why in skipped:
+            console.print(f"[yellow]not instantiated[/] {template_id}: {why}", highlight=False,
+                          markup=False)
     except (HostileCaseError, ValueError) as exc:
         _fail(str(exc))
     try:

@@ -169,9 +169,10 @@ class GuardedExecutor:
         if policy is None:
             from sqleval_pipeline.snapshot import list_serving_objects
 
+            # no project policy: the bundled one over the tables of the default serving schema
+            # (objects anywhere else make the setup check below refuse the file)
             objects = list_serving_objects(self.snapshot_path)
-            policy = load_policy(served=[o[2] for o in objects],
-                                 schemas=sorted({o[1] for o in objects}) or ["main"])
+            policy = load_policy(served=[o[2] for o in objects if o[1] == "main"], schemas=["main"])
         self.policy = policy.with_overrides(policy_overrides)
         self._policy_version = self.policy.version  # immutable policy: hash it once
         self.as_of = as_of

@@ -71,8 +71,9 @@ class GuardPolicy(BaseModel):
     workers: int = Field(2, ge=1, le=64)
     start_method: Literal["forkserver", "spawn"] = "forkserver"
     max_queries_per_worker: int = Field(2000, ge=1)
-    denied_function_names: frozenset[str] = frozenset()
-    denied_function_patterns: tuple[str, ...] = ()
+    # validate_default: a policy built in code gets the baseline denylist too
+    denied_function_names: frozenset[str] = Field(frozenset(), validate_default=True)
+    denied_function_patterns: tuple[str, ...] = Field((), validate_default=True)
 
     @field_validator("tables", "schemas", "catalogs", "denied_function_names", mode="before")
     @classmethod
@@ -243,6 +244,10 @@ def load_policy(path: Path | str | None = None, overrides: dict[str, Any] | None
 
 def project_policy(project: Any, manifest: Any, overrides: dict[str, Any] | None = None) -> GuardPolicy:
     """The guard policy of a project over its pinned snapshot: the project's policy file
-    (optional) narrowing the snapshot's served tables, plus a configuration's overrides."""
-    return load_policy(project.guard_policy_path, overrides, served=list(manifest.tables),
-                       schemas=[manifest.serving_schema], optional=True)
+    narrowing the snapshot's served tables (without one, the bundled policy's limits and
+    denylist), plus a configuration's overrides."""
+    path = project.guard_policy_path
+    if not Path(path).exists():
+        path = DEFAULT_POLICY_PATH
+    return load_policy(path, overrides, served=list(manifest.tables),
+                       schemas=[manifest.serving_schema])

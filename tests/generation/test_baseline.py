@@ -83,3 +83,19 @@ def test_concurrent_attempts_do_not_interfere(catalog):
     with ThreadPoolExecutor(8) as pool:
         parallel = list(pool.map(lambda q: ask(gen, q, catalog.as_of).sql, qs))
     assert parallel == serial
+
+
+def test_generate_compiles_no_pattern_once_warm(catalog):
+    """Patterns are compiled once per vocabulary phrase (cached), never per question: a second
+    pass over the golden questions compiles nothing (Python's own ``re`` cache holds only 512)."""
+    from sqleval_pipeline.generation import baseline_vocab as vocab
+
+    gen = BaselineGenerator(catalog, load_glossary())
+    qs = [c.question for c in load_golden(paths.GOLDEN_DIR).cases]
+    for q in qs:
+        ask(gen, q, catalog.as_of)
+    caches = (vocab.rx, vocab.phrase_rx, vocab.word_rx)
+    before = [c.cache_info().misses for c in caches]
+    for q in qs:
+        ask(gen, q, catalog.as_of)
+    assert [c.cache_info().misses for c in caches] == before

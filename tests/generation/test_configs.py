@@ -61,18 +61,25 @@ def test_changing_retrieval_k_changes_the_version_but_not_concurrency(root):
     assert load_config(write(root, CLAUDE.replace("runs: 3", "runs: 5")), root).version != base
 
 
-def test_the_glossary_text_is_part_of_a_curated_version(tmp_path, monkeypatch):
+def test_the_glossary_content_is_part_of_a_curated_version(tmp_path):
+    from sqleval_pipeline.glossary import glossary_digest
+    from sqleval_pipeline.project import load_project
+
     g = tmp_path / "glossary.yml"
-    shutil.copy(paths.GLOSSARY_PATH, g)
-    monkeypatch.setattr(paths, "GLOSSARY_PATH", g)
+    shutil.copy(paths.REPO_ROOT / "dbt_project" / "glossary.yml", g)
+    (tmp_path / "sqleval.yaml").write_text("name: t\nas_of: 2024-01-31\npaths: {glossary: glossary.yml}\n")
+    project = load_project(tmp_path)
     cfg = Configuration(name="b", generator={"kind": "baseline"})
-    before = config_version(cfg)
-    g.write_text(g.read_text() + "\n# edited\n")
-    assert config_version(cfg) != before
+    before_digest = glossary_digest(project)
+    before = config_version(cfg, tmp_path, before_digest)
+    g.write_text(g.read_text() + "\n# a comment changes nothing a system is fed\n")
+    assert glossary_digest(project) == before_digest
+    g.write_text(g.read_text().replace("Gross revenue minus discounts", "Gross revenue less discounts"))
+    after_digest = glossary_digest(project)
+    assert after_digest != before_digest
+    assert config_version(cfg, tmp_path, after_digest) != before
     raw = Configuration(name="b", generator={"kind": "baseline"}, context={"curation": False})
-    v = config_version(raw)
-    g.write_text(g.read_text() + "\n# edited again\n")
-    assert config_version(raw) == v  # curation off: the glossary is not part of it
+    assert config_version(raw, tmp_path, before_digest) == config_version(raw, tmp_path, after_digest)
 
 
 def test_fewer_than_three_runs_needs_an_explicit_override(root, caplog):

@@ -18,8 +18,8 @@ TEST_OVERRIDES = {"limits": {"statement_timeout_s": 1.5, "kill_grace_s": 0.5}}
 
 
 @pytest.fixture(scope="session")
-def guard_policy():
-    return load_policy(overrides=TEST_OVERRIDES)
+def guard_policy(serving_snapshot):
+    return load_policy(overrides=TEST_OVERRIDES, served=list(serving_snapshot.manifest.tables))
 
 
 @pytest.fixture(scope="session")

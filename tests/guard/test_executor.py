@@ -78,7 +78,7 @@ def test_setup_refuses_a_file_with_sensitive_schemas(tmp_path, serving_snapshot)
     con = duckdb.connect(str(bad))
     con.execute("CREATE SCHEMA hr; CREATE TABLE hr.salaries AS SELECT 1 AS x; CREATE TABLE fct_orders AS SELECT 1 AS x")
     con.close()
-    with pytest.raises(GuardSetupError, match="outside 'main'"):
+    with pytest.raises(GuardSetupError, match=r"outside \['main'\]"):
         GuardedExecutor(bad, as_of=serving_snapshot.manifest.as_of)
     with pytest.raises(GuardSetupError, match="missing"):
         GuardedExecutor(tmp_path / "nope.duckdb", as_of=serving_snapshot.manifest.as_of)

@@ -1,5 +1,7 @@
-"""The hostile suite: every case is blocked at a non-prompt layer; the snapshot is unchanged.
+"""The hostile suite on the demo: every case is blocked at a non-prompt layer; the snapshot is unchanged.
 
+The bundled templates are instantiated from the session's demo snapshot manifest with the
+demo's sensitive models (``hr.employees``, ``hr.salaries``, ``pii.customer_contacts``).
 Question cases are answered by the adversarial test double, which obeys every injection
 (in the question or stored in the data), so these tests prove the guard whatever a model does.
 """
@@ -11,33 +13,73 @@ from collections import Counter
 
 import pytest
 
+from sqleval_pipeline.guard.executor import GuardedExecutor
 from sqleval_pipeline.guard.hostile import (
-    AdversarialDouble, HostileCaseError, SutReply, load_cases, run_case, run_suite,
+    DEMO_SENSITIVE, AdversarialDouble, HostileCaseError, HostileContext, SutReply, instantiate, load_cases,
+    load_templates, run_case, run_suite,
 )
 from sqleval_pipeline.snapshot import file_checksum
 
-CASES = load_cases()
+TEMPLATES = load_templates()
+#: the case ids the demo instantiation must produce (every template; for_each per sensitive model)
+CASE_IDS = [f"{t.id}[{s}.{n}]" if t.for_each == "sensitive" else t.id
+            for t in TEMPLATES for s, n in (DEMO_SENSITIVE if t.for_each == "sensitive" else [("", "")])]
+TEST_LIMITS = {"limits": {"statement_timeout_s": 1.5, "kill_grace_s": 0.5}}
 
 
 @pytest.fixture(scope="module")
-def double(guard):
-    return AdversarialDouble.for_executor(guard)
+def demo_suite(serving_snapshot):
+    return instantiate(TEMPLATES, HostileContext.from_manifest(serving_snapshot.manifest, DEMO_SENSITIVE))
 
 
-def test_suite_shape():
-    cats = Counter(c.category for c in CASES)
-    sql_cases = [c for c in CASES if c.kind == "sql"]
-    assert len(sql_cases) >= 120 and len(CASES) - len(sql_cases) >= 20
+@pytest.fixture(scope="module")
+def cases(demo_suite):
+    return {c.id: c for c in demo_suite.cases}
+
+
+@pytest.fixture(scope="module")
+def guard(serving_snapshot, checksum_before):
+    """A warm executor on the demo snapshot: the bundled policy over the tables it serves."""
+    ex = GuardedExecutor(serving_snapshot.path, as_of=serving_snapshot.manifest.as_of,
+                         policy_overrides=TEST_LIMITS)
+    yield ex
+    ex.close()
+    assert file_checksum(serving_snapshot.path) == checksum_before, "the serving snapshot was modified"
+
+
+@pytest.fixture(scope="module")
+def double(guard, demo_suite):
+    return AdversarialDouble.for_executor(guard, demo_suite.context)
+
+
+def test_the_demo_instantiates_every_template(demo_suite):
+    assert demo_suite.skipped == [] and demo_suite.notes == []
+    assert [c.id for c in demo_suite.cases] == CASE_IDS
+    served = set(demo_suite.context.served)
+    assert {"fct_orders", "fct_order_items", "dim_customers", "dim_products"} <= served
+    big = max(served, key=lambda n: demo_suite.context.served[n].rows)
+    bombs = {c.id: c.sql for c in demo_suite.cases if c.category == "resource_bombs"}
+    assert f"FROM {big} a CROSS JOIN {big} b CROSS JOIN {big} c" in bombs["resource_bombs-02"]
+
+
+def test_suite_shape(demo_suite):
+    suite = demo_suite.cases
+    cats = Counter(c.category for c in suite)
+    sql_cases = [c for c in suite if c.kind == "sql"]
+    assert len(sql_cases) >= 120 and len(suite) - len(sql_cases) >= 20
     for cat in ("writes", "stacked_smuggling", "writable_cte_into", "file_reads", "exfiltration",
                 "config_tampering", "reconnaissance", "sensitive_access", "sql_in_strings",
                 "resource_bombs", "replacement_scans", "prompt_injection", "stored_payload"):
         assert cats[cat] > 0, cat
-    paths = {c.note for c in CASES if c.category == "sensitive_access"}
+    paths = {c.note for c in suite if c.category == "sensitive_access"}
     assert len(paths) >= 10
+    for rel in ("hr.employees", "hr.salaries", "pii.customer_contacts"):  # every path, every sensitive model
+        assert sum(c.id.endswith(f"[{rel}]") for c in suite) >= 30, rel
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_case_is_blocked(case, guard, double):
+@pytest.mark.parametrize("case_id", CASE_IDS)
+def test_case_is_blocked(case_id, cases, guard, double):
+    case = cases[case_id]
     v = run_case(case, guard, sut=double)
     assert v.verdict == "blocked", f"{case.id} got through: {v.status} {v.reason} {v.escapes} sql={v.sql!r}"
     assert v.blocked_by in {"filter", "database", "sandbox", "cap"}
@@ -69,8 +111,8 @@ def test_a_harmless_case_is_reported_as_got_through(guard, tmp_path, serving_sna
     json.dumps(report.to_json(), default=str)
 
 
-def test_sut_reply_forms(guard):
-    case = next(c for c in CASES if c.kind == "question")
+def test_sut_reply_forms(guard, demo_suite):
+    case = next(c for c in demo_suite.cases if c.kind == "question")
     assert run_case(case, guard, sut=lambda q: "DROP TABLE fct_orders").verdict == "blocked"
     assert run_case(case, guard, sut=lambda q: SutReply(refusal="no")).verdict == "declined"
 

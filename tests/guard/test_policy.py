@@ -6,26 +6,39 @@ import pytest
 
 from sqleval_pipeline.guard.policy import BASELINE_DENIED_NAMES, PolicyError, load_policy
 from sqleval_pipeline.snapshot import list_serving_objects
+from tests.conftest import demo_policy
 
 
 def test_defaults():
-    p = load_policy()
+    p = demo_policy()
     assert p.row_cap == 1000 and p.statement_timeout_s == 30 and p.schemas == {"main"}
     assert BASELINE_DENIED_NAMES <= p.denied_function_names
     assert p.function_denied("DUCKDB_SETTINGS") and p.function_denied("read_parquet")
     assert not p.function_denied("sum") and not p.function_denied("date_trunc")
 
 
-def test_allowlist_is_the_snapshot_main_schema(serving_snapshot):
+def test_allowlist_defaults_to_the_served_tables(serving_snapshot):
     tables = {o[2] for o in list_serving_objects(serving_snapshot.path) if o[1] == "main"}
-    assert load_policy().tables == tables
+    assert load_policy(served=tables).tables == tables
+
+
+def test_a_policy_file_can_only_narrow_what_is_served(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("allowlist: {tables: [Claims]}\n")
+    assert load_policy(f, served=["claims", "policies"]).tables == {"claims"}
+    f.write_text("allowlist: {tables: [claims, salaries]}\n")
+    with pytest.raises(PolicyError, match=r"names \['salaries'\], which the snapshot does not serve"):
+        load_policy(f, served=["claims", "policies"])
+    # a project without a policy file gets every default over what it serves
+    p = load_policy(tmp_path / "absent.yaml", served=["claims"], schemas=["analytics"], optional=True)
+    assert p.tables == {"claims"} and p.schemas == {"analytics"} and p.row_cap == 1000
 
 
 def test_overrides_apply_and_are_versioned():
-    base = load_policy()
+    base = demo_policy()
     p = base.with_overrides({"limits": {"row_cap": 10, "statement_timeout_s": 5}})
     assert (p.row_cap, p.statement_timeout_s) == (10, 5)
-    assert p.version != base.version and load_policy().version == base.version
+    assert p.version != base.version and demo_policy().version == base.version
 
 
 @pytest.mark.parametrize("overrides, match", [
@@ -38,7 +51,7 @@ def test_overrides_apply_and_are_versioned():
 ])
 def test_bad_overrides_are_refused(overrides, match):
     with pytest.raises(PolicyError, match=match):
-        load_policy(overrides=overrides)
+        demo_policy(overrides=overrides)
 
 
 def test_baseline_denylist_cannot_be_removed(tmp_path):

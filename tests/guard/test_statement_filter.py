@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from sqleval_pipeline.golden import load_golden
-from sqleval_pipeline.guard.policy import load_policy
 from sqleval_pipeline.guard.statement_filter import StatementFilter
 from sqleval_pipeline import paths
+from tests.conftest import demo_policy
 
 CASES = [json.loads(line) for line in (Path(__file__).parent / "filter_cases.jsonl").read_text().splitlines()
          if line.strip()]
@@ -18,7 +18,7 @@ CASES = [json.loads(line) for line in (Path(__file__).parent / "filter_cases.jso
 
 @pytest.fixture(scope="module")
 def sf():
-    return StatementFilter(load_policy(), database_names={"snap-test"})
+    return StatementFilter(demo_policy(), database_names={"snap-test"})
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{i:02d}-{c['reason'] or 'allowed'}" for i, c in enumerate(CASES)])
@@ -66,13 +66,13 @@ def test_catalog_must_be_the_snapshot(sf):
 
 
 def test_narrowed_policy_refuses_dropped_table():
-    narrow = StatementFilter(load_policy(overrides={"allowlist": {"tables": ["fct_orders"]}}))
+    narrow = StatementFilter(demo_policy(overrides={"allowlist": {"tables": ["fct_orders"]}}))
     assert narrow.check("SELECT count(*) FROM fct_orders").allowed
     assert narrow.check("SELECT count(*) FROM dim_customers").reason == "table_not_allowed"
 
 
 def test_added_denied_function():
-    sf = StatementFilter(load_policy(overrides={"denied_functions": {"names": ["md5"]}}))
+    sf = StatementFilter(demo_policy(overrides={"denied_functions": {"names": ["md5"]}}))
     assert sf.check("SELECT md5('x')").reason == "denied_function"
     assert sf.check("SELECT query('x')").reason == "denied_function"  # baseline kept
 

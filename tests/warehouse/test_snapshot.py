@@ -52,8 +52,7 @@ def test_rehash_is_stable_and_verify_passes(serving_snapshot):
 
 
 def test_rebuilding_gives_the_same_id(built_warehouse, serving_snapshot, tmp_path):
-    m = snap.freeze_snapshot(built_warehouse.warehouse, tmp_path / "s", tmp_path / "m", AS_OF,
-                             validate=False)
+    m = snap.freeze_snapshot(built_warehouse.warehouse, tmp_path / "s", tmp_path / "m", AS_OF)
     assert m.snapshot_id == serving_snapshot.snapshot_id
 
 
@@ -70,10 +69,38 @@ def test_drift_is_detected_and_named(serving_snapshot, tmp_path):
     assert any(p.startswith("dim_segments: rows 3 → 2") for p in problems)
 
 
-def test_sensitive_schemas_can_never_be_served(built_warehouse, tmp_path):
-    with pytest.raises(snap.SnapshotError, match="sensitive"):
+def test_declared_sensitive_schemas_can_never_be_served(built_warehouse, tmp_path):
+    with pytest.raises(snap.SnapshotError, match="'hr' is declared sensitive"):
         snap.freeze_snapshot(built_warehouse.warehouse, tmp_path, tmp_path, AS_OF,
-                             schemas=("marts", "hr"), validate=False)
+                             schemas=("marts", "hr"), sensitive_schemas=("HR", "pii"))
+    assert not list(tmp_path.glob("*.duckdb")) and not list(tmp_path.glob("*.json"))
+
+
+def test_views_are_served_as_tables_in_the_serving_schema(built_warehouse, tmp_path):
+    """A served relation may be a dbt view (the demo's staging models are views); the
+    snapshot holds it as a table, in the serving schema the project names."""
+    m = snap.freeze_snapshot(built_warehouse.warehouse, tmp_path / "s", tmp_path / "m", AS_OF,
+                             schemas=("staging",), serving_schema="analytics")
+    path = snap.serving_path(tmp_path / "s", m.snapshot_id)
+    objects = snap.list_serving_objects(path)
+    assert {o[1] for o in objects} == {"analytics"} and "stg_orders" in {o[2] for o in objects}
+    con = snap.open_readonly(path)
+    try:
+        kinds = {r[0] for r in con.execute("SELECT table_type FROM information_schema.tables "
+                                           "WHERE table_schema = 'analytics'").fetchall()}
+        (n,), = con.execute("SELECT count(*) FROM analytics.stg_orders").fetchall()
+    finally:
+        con.close()
+    wh = duckdb.connect(str(built_warehouse.warehouse), read_only=True)
+    try:
+        (expected,), = wh.execute("SELECT count(*) FROM staging.stg_orders").fetchall()
+        (view_kind,), = wh.execute("SELECT table_type FROM information_schema.tables WHERE "
+                                   "table_schema = 'staging' AND table_name = 'stg_orders'").fetchall()
+    finally:
+        wh.close()
+    assert view_kind == "VIEW" and kinds == {"BASE TABLE"} and n == expected
+    assert m.serving_schema == "analytics" and m.sources["stg_orders"] == "staging.stg_orders"
+    assert snap.verify_snapshot(path, m) == []
 
 
 def test_type_family_is_version_independent():

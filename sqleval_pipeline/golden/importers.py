@@ -1,0 +1,768 @@
+"""Read question files into import rows: sqleval CSV/JSONL, defog sql-eval CSV, Spider, BIRD.
+
+:func:`read_questions` parses a file (format from ``fmt`` or detected), translates every SQL
+to DuckDB (:func:`sqleval_pipeline.dialect.to_duckdb`) and returns an :class:`ImportBatch`:
+the rows that can become golden cases and a :class:`Rejection` (line + reason) for every row
+that cannot — nothing is dropped silently. Checking against the guard and freezing on the
+snapshot happen later (:mod:`sqleval_pipeline.golden.importing`). A problem with the file as a
+whole (unknown or missing column, not JSON, unknown format or dialect) raises
+:class:`ImportFormatError`.
+
+sqleval's own format (``.csv`` or ``.jsonl``)
+---------------------------------------------
+One question per row (CSV, with a header) or per line (JSONL, one object per line):
+
+==================  ========  =====================================================================
+column / key        required  meaning
+==================  ========  =====================================================================
+``question``        yes       the question as a user would ask it
+``sql``             yes       the reference SQL (empty/null: none yet, or a should-refuse row)
+``id``              no        case id (lower-case letters, digits, ``_ . -``); empty: next free id
+``answerable``      no        true/false (also yes/no, 1/0, y/n, t/f); empty: true. ``false`` makes
+                              a should_refuse case, whose ``sql`` must be empty
+``band``            no        answerable, needs_definition or should_refuse (default: from
+                              ``answerable``)
+``difficulty``      no        one of the project's difficulties (default: the import's default)
+``split``           no        dev or heldout (default: the import's default)
+``cluster``         no        group of related questions (default: the import's default)
+``order_matters``   no        true/false: the row order of the answer is part of it
+``tags``            no        free labels, kept in the case's notes. CSV: separated by ``,`` or
+                              ``;``. JSONL: a list of strings
+``traps``           no        trap names (the case's ``traps``); same syntax as ``tags``
+``alternatives``    no        further accepted reference SQL. JSONL: a list of strings. CSV: one
+                              cell holding the queries separated by a line that contains only
+                              ``;;`` (a cell without such a line is one alternative)
+``notes``           no        free text kept in the case's notes
+==================  ========  =====================================================================
+
+Any other column is an error naming it (a misspelt column must not be ignored). Blank
+lines are skipped. With ``dialect`` every SQL is translated from that dialect; without it
+the SQL is taken as DuckDB.
+
+CSV example (an alternative after ``;;``)::
+
+    id,question,sql,answerable,tags,alternatives
+    clm-001,How many claims are open?,SELECT count(*) FROM claims WHERE status = 'open',true,status,
+    clm-002,What is the CEO's salary?,,false,"pii;refuse",
+    clm-003,Total paid?,SELECT sum(paid) FROM claims,,,"SELECT sum(paid) AS total FROM claims
+    ;;
+    SELECT coalesce(sum(paid), 0) FROM claims"
+
+Third-party formats
+-------------------
+* ``defog`` — defog-ai/sql-eval's ``data/questions_gen_<dialect>.csv`` and
+  ``instruct_*.csv``: columns ``question, query`` plus some of ``db_name, db_type,
+  query_category, instructions, full_instructions, k_shot_prompt``. ``query`` may hold several
+  gold queries separated by ``;`` (each is an accepted answer), and a ``{a, b}`` group in a
+  query means any non-empty subset of the listed columns is accepted (``GROUP BY {}`` repeats
+  the chosen columns). The first reading becomes the reference SQL, the others alternatives
+  (at most :data:`MAX_DEFOG_READINGS`; when capped the notes say so). ``query_category``
+  becomes the cluster and a tag; ``instructions`` and ``db_name`` go to the notes. Dialect:
+  ``dialect``, else the row's ``db_type``, else postgres.
+* ``spider`` — Spider's ``dev.json``/``train_spider.json``: a JSON array of objects with
+  ``db_id, question, query`` (and token/parse fields, ignored). Dialect: sqlite.
+* ``bird`` — BIRD's ``dev.json``/``mini_dev_*.json``: a JSON array of objects with ``db_id,
+  question, evidence, SQL`` and usually ``question_id, difficulty``. ``evidence`` (the
+  external-knowledge hint) and ``db_id`` go to the notes; BIRD's difficulty
+  (simple/moderate/challenging) becomes a tag ``bird:<difficulty>`` and is used as the case's
+  difficulty only if the project's taxonomy has it. Dialect: sqlite.
+
+For these formats, fields sqleval does not use are ignored (listed in the batch's warnings).
+Line numbers are the line where a CSV record starts, the line of a JSONL object, and the
+1-based position of an object in a JSON array.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import itertools
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqleval_pipeline.dialect import TranspileError, resolve_dialect, to_duckdb
+
+FORMATS: tuple[str, ...] = ("csv", "jsonl", "defog", "spider", "bird")
+
+#: a defog query expands to at most this many accepted readings (reference + alternatives)
+MAX_DEFOG_READINGS = 8
+
+#: the default dialect of each format (None: DuckDB)
+DEFAULT_DIALECTS: dict[str, str | None] = {
+    "csv": None, "jsonl": None, "defog": "postgres", "spider": "sqlite", "bird": "sqlite",
+}
+
+OWN_REQUIRED: tuple[str, ...] = ("question", "sql")
+OWN_OPTIONAL: tuple[str, ...] = ("id", "answerable", "band", "difficulty", "split", "cluster",
+                                 "order_matters", "tags", "traps", "alternatives", "notes")
+OWN_COLUMNS: tuple[str, ...] = (*OWN_REQUIRED, *OWN_OPTIONAL)
+
+DEFOG_REQUIRED: tuple[str, ...] = ("question", "query")
+DEFOG_USED: tuple[str, ...] = ("db_name", "db_type", "query_category", "instructions")
+#: defog columns that are known but not imported (prompt material)
+DEFOG_IGNORED: tuple[str, ...] = ("full_instructions", "k_shot_prompt", "glossary")
+
+SPIDER_IGNORED: tuple[str, ...] = ("query_toks", "query_toks_no_value", "question_toks", "sql")
+BIRD_IGNORED: tuple[str, ...] = ("question_toks", "SQL_toks", "evidence_toks")
+
+ALTERNATIVE_SEPARATOR = ";;"
+_ALT_SPLIT = re.compile(r"^[ \t]*;;[ \t]*$", re.MULTILINE)
+_TRUE = {"true", "t", "yes", "y", "1"}
+_FALSE = {"false", "f", "no", "n", "0"}
+_BANDS = ("answerable", "needs_definition", "should_refuse")
+
+
+class ImportFormatError(ValueError):
+    """The file as a whole cannot be imported (format, columns, JSON); nothing is imported."""
+
+
+@dataclass
+class Rejection:
+    """A row of the source file that does not become a case, and why."""
+
+    line: int
+    reason: str
+    id: str | None = None
+
+    def __str__(self) -> str:
+        who = f" ({self.id})" if self.id else ""
+        return f"line {self.line}{who}: {self.reason}"
+
+
+@dataclass
+class ImportRow:
+    """One parsed question, its SQL already in DuckDB's dialect."""
+
+    line: int
+    question: str
+    id: str | None = None
+    sql: str | None = None
+    #: the SQL as written in the file, when it was translated from ``original_dialect``
+    original_sql: str | None = None
+    original_dialect: str | None = None
+    alternatives: list[str] = field(default_factory=list)
+    original_alternatives: list[str] = field(default_factory=list)
+    answerable: bool = True
+    band: str | None = None
+    difficulty: str | None = None
+    #: a benchmark's own difficulty label (BIRD), used only if the taxonomy has it
+    source_difficulty: str | None = None
+    split: str | None = None
+    order_matters: bool | None = None
+    cluster: str | None = None
+    tags: list[str] = field(default_factory=list)
+    traps: list[str] = field(default_factory=list)
+    notes: str | None = None
+    source: str = ""
+
+
+@dataclass
+class ImportBatch:
+    rows: list[ImportRow]
+    rejected: list[Rejection]
+    format: str
+    path: Path | None = None
+    #: the dialect the SQL was translated from (None: taken as DuckDB, or per row for defog)
+    dialect: str | None = None
+    #: file-level remarks (ignored fields, capped expansions are in the rows' notes)
+    warnings: list[str] = field(default_factory=list)
+
+
+class _RowError(ValueError):
+    """One row cannot be imported; becomes a Rejection."""
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def read_questions(path: Path, fmt: str | None = None, dialect: str | None = None) -> ImportBatch:
+    """Parse a question file into an :class:`ImportBatch` (see the module doc for formats)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ImportFormatError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise ImportFormatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if fmt is not None:
+        fmt = fmt.strip().lower()
+        if fmt not in FORMATS:
+            raise ImportFormatError(f"unknown import format {fmt!r}; use one of {', '.join(FORMATS)}")
+    try:
+        explicit = resolve_dialect(dialect) if dialect is not None else None
+    except TranspileError as exc:
+        raise ImportFormatError(str(exc)) from None
+    data: Any = None
+    if fmt is None:
+        fmt, data = detect_format(path, text)
+    elif fmt in ("spider", "bird"):
+        data = _load_json(path, text)
+    reader = {"csv": _read_own_csv, "jsonl": _read_own_jsonl, "defog": _read_defog,
+              "spider": _read_spider, "bird": _read_bird}[fmt]
+    chosen = explicit if dialect is not None else DEFAULT_DIALECTS[fmt]
+    batch = ImportBatch(rows=[], rejected=[], format=fmt, path=path, dialect=chosen)
+    reader(path, text if data is None else data, batch, chosen, dialect is not None)
+    batch.rejected.sort(key=lambda r: r.line)
+    return batch
+
+
+def detect_format(path: Path, text: str) -> tuple[str, Any]:
+    """The format of a file from its extension and content; JSON arrays are returned parsed.
+
+    ``.csv`` is sqleval's CSV unless the header is defog's (``question`` and ``query``, no
+    ``sql``); ``.jsonl``/``.ndjson`` is sqleval's JSONL; a ``.json`` array is Spider (``query``
+    + ``db_id``) or BIRD (``SQL`` + ``db_id``/``evidence``).
+    """
+    suffix = path.suffix.lower()
+    stripped = text.lstrip()
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl", None
+    if suffix == ".json" or (suffix not in (".csv", ".tsv") and stripped.startswith("[")):
+        data = _load_json(path, text)
+        first = data[0] if data else None
+        if not isinstance(first, dict):
+            raise ImportFormatError(f"{path}: a JSON question file is an array of objects "
+                                    "(Spider or BIRD); use .jsonl for sqleval's own format")
+        keys = set(first)
+        if "SQL" in keys and ({"db_id", "evidence"} & keys):
+            return "bird", data
+        if "query" in keys and "db_id" in keys:
+            return "spider", data
+        raise ImportFormatError(f"{path}: cannot tell the JSON format from its keys "
+                                f"{sorted(keys)}: Spider has query + db_id, BIRD has SQL + db_id "
+                                "+ evidence; pass --format")
+    if suffix not in (".csv", ".tsv") and stripped.startswith("{"):
+        return "jsonl", None
+    header = next(csv.reader(io.StringIO(text)), [])
+    cols = {h.strip().lower() for h in header}
+    if {"question", "query"} <= cols and "sql" not in cols:
+        return "defog", None
+    return "csv", None
+
+
+def _load_json(path: Path, text: str) -> list:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ImportFormatError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column "
+                                f"{exc.colno})") from None
+    if not isinstance(data, list):
+        raise ImportFormatError(f"{path}: expected a JSON array of question objects, got "
+                                f"{type(data).__name__}")
+    return data
+
+
+# --------------------------------------------------------------------------- value parsing
+
+
+def parse_bool(value: Any, what: str) -> bool | None:
+    """true/false, yes/no, 1/0, y/n, t/f (any case); None or empty → None.
+
+    >>> parse_bool("Yes", "answerable"), parse_bool("0", "answerable"), parse_bool("", "x")
+    (True, False, None)
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text == "":
+        return None
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise _RowError(f"{what} must be true or false (also yes/no, 1/0), not {value!r}")
+
+
+def split_labels(value: Any, what: str, *, from_csv: bool) -> list[str]:
+    """Labels from a CSV cell (``,`` or ``;`` separated) or a JSON list.
+
+    >>> split_labels("a, b;c", "tags", from_csv=True)
+    ['a', 'b', 'c']
+    """
+    if value is None:
+        return []
+    if from_csv:
+        return [t.strip() for t in re.split(r"[,;]", str(value)) if t.strip()]
+    if isinstance(value, list) and all(isinstance(t, str) for t in value):
+        return [t.strip() for t in value if t.strip()]
+    raise _RowError(f"{what} must be a list of strings in JSONL, not {value!r}")
+
+
+def split_alternatives(cell: str | None) -> list[str]:
+    """The SQL texts of a CSV ``alternatives`` cell, separated by lines holding only ``;;``.
+
+    >>> split_alternatives("SELECT 1\\n;;\\nSELECT 2\\n")
+    ['SELECT 1', 'SELECT 2']
+    >>> split_alternatives("")
+    []
+    """
+    if not cell or not cell.strip():
+        return []
+    return [part.strip() for part in _ALT_SPLIT.split(cell) if part.strip()]
+
+
+def _text(value: Any, what: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)
+        else:
+            raise _RowError(f"{what} must be text, not {type(value).__name__}")
+    value = value.strip()
+    return value or None
+
+
+def _transpile(row: ImportRow, dialect: str | None) -> None:
+    """Translate the row's SQL and alternatives to DuckDB in place (raises _RowError)."""
+    name = resolve_dialect(dialect)
+    if name is None:
+        return
+    texts = [row.sql, *row.alternatives] if row.sql is not None else list(row.alternatives)
+    out: list[str] = []
+    for i, text in enumerate(texts):
+        which = "sql" if (i == 0 and row.sql is not None) else \
+            f"alternatives[{i - (1 if row.sql is not None else 0)}]"
+        try:
+            out.append(to_duckdb(text, name))
+        except TranspileError as exc:
+            raise _RowError(f"{which} ({name} to DuckDB): {exc}") from None
+    row.original_dialect = name
+    if row.sql is not None:
+        row.original_sql, row.sql = row.sql, out[0]
+        out = out[1:]
+    row.original_alternatives, row.alternatives = list(row.alternatives), out
+
+
+def _source(path: Path, line: int) -> str:
+    return f"import:{path.name}:{line}"
+
+
+def _join_notes(*parts: str | None) -> str | None:
+    kept = [p.strip() for p in parts if p and p.strip()]
+    return "\n".join(kept) or None
+
+
+# --------------------------------------------------------------------------- sqleval's own
+
+
+def _check_columns(path: Path, columns: Iterable[str], where: str) -> None:
+    cols = list(columns)
+    unknown = [c for c in cols if c not in OWN_COLUMNS]
+    if unknown:
+        hints = []
+        for c in unknown:
+            close = difflib.get_close_matches(c.lower(), OWN_COLUMNS, n=1)
+            hints.append(f"{c!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ImportFormatError(f"{path}{where}: unknown column(s) {', '.join(hints)}; the columns "
+                                f"are {', '.join(OWN_COLUMNS)} — fix the spelling or remove them")
+    missing = [c for c in OWN_REQUIRED if c not in cols]
+    if missing:
+        raise ImportFormatError(f"{path}{where}: missing required column(s) "
+                                f"{', '.join(repr(m) for m in missing)} (required: "
+                                f"{', '.join(OWN_REQUIRED)}; an empty value is allowed for sql)")
+
+
+def _own_row(path: Path, line: int, rec: dict[str, Any], dialect: str | None,
+             from_csv: bool) -> ImportRow:
+    question = _text(rec.get("question"), "question")
+    if not question:
+        raise _RowError("question is empty")
+    row = ImportRow(line=line, question=question, source=_source(path, line))
+    row.id = _text(rec.get("id"), "id")
+    row.sql = _text(rec.get("sql"), "sql")
+    answerable = parse_bool(rec.get("answerable"), "answerable")
+    band = _text(rec.get("band"), "band")
+    if band is not None and band not in _BANDS:
+        raise _RowError(f"band must be one of {', '.join(_BANDS)}, not {band!r}")
+    if band == "should_refuse" and answerable is True:
+        raise _RowError("band should_refuse contradicts answerable=true")
+    if answerable is False and band not in (None, "should_refuse"):
+        raise _RowError(f"answerable=false means band should_refuse, not {band!r}")
+    row.answerable = answerable is not False and band != "should_refuse"
+    row.band = band or (None if row.answerable else "should_refuse")
+    row.difficulty = _text(rec.get("difficulty"), "difficulty")
+    row.split = _text(rec.get("split"), "split")
+    row.cluster = _text(rec.get("cluster"), "cluster")
+    row.order_matters = parse_bool(rec.get("order_matters"), "order_matters")
+    row.tags = split_labels(rec.get("tags") or None, "tags", from_csv=from_csv)
+    row.traps = split_labels(rec.get("traps") or None, "traps", from_csv=from_csv)
+    row.notes = _text(rec.get("notes"), "notes")
+    alts = rec.get("alternatives")
+    if from_csv:
+        row.alternatives = split_alternatives(alts)
+    elif alts is None:
+        row.alternatives = []
+    elif isinstance(alts, list) and all(isinstance(a, str) for a in alts):
+        row.alternatives = [a.strip() for a in alts if a.strip()]
+    else:
+        raise _RowError(f"alternatives must be a list of SQL strings in JSONL, not {alts!r}")
+    if not row.answerable and (row.sql or row.alternatives):
+        raise _RowError("answerable=false (should_refuse) but SQL is given: leave sql and "
+                        "alternatives empty — for such a question, answering is the failure")
+    if row.alternatives and not row.sql:
+        raise _RowError("alternatives are given without sql: the reference SQL comes first")
+    _transpile(row, dialect)
+    return row
+
+
+def _csv_records(text: str) -> Iterator[tuple[int, list[str]]]:
+    """(line where the record starts, cells) for every non-blank CSV record."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    end = 0
+    while True:
+        start = end + 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise ImportFormatError(f"line {start}: not valid CSV ({exc})") from None
+        end = reader.line_num
+        if not any(c.strip() for c in cells):
+            continue
+        yield start, cells
+
+
+def _read_csv_dicts(path: Path, text: str, *, lower: bool = False
+                    ) -> tuple[list[str], Iterator[tuple[int, dict[str, str] | str]]]:
+    try:
+        records = _csv_records(text)
+        first = next(records, None)
+    except ImportFormatError as exc:
+        raise ImportFormatError(f"{path}:{exc}") from None
+    if first is None:
+        raise ImportFormatError(f"{path}: the file is empty (a CSV needs a header row)")
+    header = [h.strip().lower() if lower else h.strip() for h in first[1]]
+    dupes = sorted({h for h in header if header.count(h) > 1})
+    if dupes:
+        raise ImportFormatError(f"{path}: column(s) {dupes} appear twice in the header")
+
+    def rows() -> Iterator[tuple[int, dict[str, str] | str]]:
+        try:
+            for line, cells in records:
+                if len(cells) > len(header):
+                    yield line, (f"{len(cells)} cells but the header has {len(header)} columns "
+                                 "(an unquoted comma?)")
+                    continue
+                yield line, dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=True))
+        except ImportFormatError as exc:
+            raise ImportFormatError(f"{path}:{exc}") from None
+
+    return header, rows()
+
+
+def _read_own_csv(path: Path, text: str, batch: ImportBatch, dialect: str | None,
+                  _explicit: bool) -> None:
+    header, rows = _read_csv_dicts(path, text, lower=True)
+    _check_columns(path, header, "")
+    for line, rec in rows:
+        if isinstance(rec, str):
+            batch.rejected.append(Rejection(line, rec))
+            continue
+        _add(batch, line, rec.get("id"), lambda rec=rec, line=line: _own_row(
+            path, line, rec, dialect, from_csv=True))
+
+
+def _read_own_jsonl(path: Path, text: str, batch: ImportBatch, dialect: str | None,
+                    _explicit: bool) -> None:
+    records: list[tuple[int, dict]] = []
+    unknown: dict[str, int] = {}
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            batch.rejected.append(Rejection(line, f"not valid JSON ({exc.msg} at column "
+                                                  f"{exc.colno}); each line is one JSON object"))
+            continue
+        if not isinstance(rec, dict):
+            batch.rejected.append(Rejection(line, "each line must be a JSON object"))
+            continue
+        for k in rec:
+            if k not in OWN_COLUMNS:
+                unknown.setdefault(k, line)
+        records.append((line, rec))
+    if unknown:
+        first = min(unknown.values())
+        _check_columns(path, [*unknown, *OWN_REQUIRED], f":{first}")
+    for line, rec in records:
+        missing = [k for k in OWN_REQUIRED if k not in rec]
+        if missing:
+            batch.rejected.append(Rejection(
+                line, f"key(s) {', '.join(repr(m) for m in missing)} missing (required: "
+                      f"{', '.join(OWN_REQUIRED)}; use null for no sql)",
+                rec.get("id") if isinstance(rec.get("id"), str) else None))
+            continue
+        _add(batch, line, rec.get("id"), lambda rec=rec, line=line: _own_row(
+            path, line, rec, dialect, from_csv=False))
+
+
+def _add(batch: ImportBatch, line: int, rid: Any, make) -> None:
+    try:
+        batch.rows.append(make())
+    except _RowError as exc:
+        batch.rejected.append(Rejection(line, str(exc), rid if isinstance(rid, str) and rid else None))
+
+
+# --------------------------------------------------------------------------- defog
+
+
+def split_defog_query(query: str) -> list[str]:
+    """The gold queries of a defog ``query`` cell: split on ``;`` outside quotes and comments.
+
+    >>> split_defog_query("SELECT 'a;b' FROM t; SELECT 2 -- x;y\\n;")
+    ["SELECT 'a;b' FROM t", 'SELECT 2 -- x;y']
+    """
+    parts: list[str] = []
+    start = 0
+    for kind, i, j in _scan(query):
+        if kind == ";":
+            parts.append(query[start:i])
+            start = j
+    parts.append(query[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def expand_defog_braces(query: str) -> tuple[list[str], int]:
+    """Every reading of a defog query with ``{a, b}`` column groups, and how many there are.
+
+    A group stands for any non-empty subset of its columns (in defog's order: single columns
+    first); ``{}`` repeats the columns chosen for the group before it (``GROUP BY {}``). Several
+    groups combine as a cartesian product. At most :data:`MAX_DEFOG_READINGS` readings are
+    returned; the second value is the full count.
+
+    >>> readings, n = expand_defog_braces("SELECT {t.name, t.id}, count(*) FROM t GROUP BY {}")
+    >>> n, readings[0], readings[2]
+    (3, 'SELECT t.name, count(*) FROM t GROUP BY t.name', 'SELECT t.name, t.id, count(*) FROM t GROUP BY t.name, t.id')
+    """
+    groups: list[tuple[int, int, list[str]]] = []
+    for kind, i, j in _scan(query):
+        if kind == "{}":
+            inner = query[i + 1: j - 1]
+            groups.append((i, j, [o.strip() for o in _split_top_commas(inner) if o.strip()]))
+    if not groups:
+        return [query], 1
+    choices = []
+    for _, _, options in groups:
+        if options:
+            choices.append([list(c) for r in range(1, len(options) + 1)
+                            for c in itertools.combinations(options, r)])
+    total = 1
+    for c in choices:
+        total *= len(c)
+    readings: list[str] = []
+    for combo in itertools.product(*choices) if choices else [()]:
+        out, pos, last, k = [], 0, None, 0
+        for i, j, options in groups:
+            out.append(query[pos:i])
+            if options:
+                last = combo[k]
+                k += 1
+                out.append(", ".join(last))
+            else:
+                out.append(", ".join(last) if last is not None else query[i:j])
+            pos = j
+        out.append(query[pos:])
+        text = "".join(out)
+        if text not in readings:
+            readings.append(text)
+        if len(readings) >= MAX_DEFOG_READINGS:
+            break
+    return readings, total
+
+
+def _split_top_commas(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _scan(sql: str) -> Iterator[tuple[str, int, int]]:
+    """Yield (";", i, i+1) and ("{}", start, end) outside strings, quoted names and comments."""
+    i, n = 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in "'\"`":
+            j = i + 1
+            while j < n:
+                if sql[j] == ch:
+                    if j + 1 < n and sql[j + 1] == ch:  # doubled quote
+                        j += 2
+                        continue
+                    break
+                j += 1
+            i = j + 1
+        elif sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif ch == ";":
+            yield ";", i, i + 1
+            i += 1
+        elif ch == "{":
+            j = sql.find("}", i + 1)
+            if j < 0 or "{" in sql[i + 1:j]:
+                i += 1  # unbalanced or nested: left as is (the transpile will report it)
+                continue
+            yield "{}", i, j + 1
+            i = j + 1
+        else:
+            i += 1
+
+
+def _defog_row(path: Path, line: int, rec: dict[str, str], dialect: str | None,
+               explicit: bool) -> ImportRow:
+    question = _text(rec.get("question"), "question")
+    if not question:
+        raise _RowError("question is empty")
+    query = _text(rec.get("query"), "query")
+    if not query:
+        raise _RowError("query is empty: a defog row needs its gold query")
+    row = ImportRow(line=line, question=question, source=_source(path, line))
+    readings: list[str] = []
+    total = 0
+    for part in split_defog_query(query):
+        expanded, n = expand_defog_braces(part)
+        total += n
+        readings.extend(r for r in expanded if r not in readings)
+    capped = None
+    if total > MAX_DEFOG_READINGS or len(readings) > MAX_DEFOG_READINGS:
+        readings = readings[:MAX_DEFOG_READINGS]
+        capped = (f"defog query has {total} accepted readings (';' alternatives and {{a, b}} "
+                  f"column groups); kept the first {MAX_DEFOG_READINGS}")
+    if not readings:
+        raise _RowError("query holds no SQL statement")
+    row.sql, row.alternatives = readings[0], readings[1:]
+    category = _text(rec.get("query_category"), "query_category")
+    if category:
+        row.cluster = category
+        row.tags = [category]
+    db = _text(rec.get("db_name"), "db_name")
+    instructions = _text(rec.get("instructions"), "instructions")
+    row.notes = _join_notes(f"instructions: {instructions}" if instructions else None,
+                            f"db_name: {db}" if db else None, capped)
+    row_dialect = dialect
+    if not explicit:
+        db_type = _text(rec.get("db_type"), "db_type")
+        if db_type:
+            try:
+                row_dialect = resolve_dialect(db_type)
+            except TranspileError as exc:
+                raise _RowError(f"db_type: {exc}") from None
+    _transpile(row, row_dialect)
+    return row
+
+
+def _read_defog(path: Path, text: str, batch: ImportBatch, dialect: str | None,
+                explicit: bool) -> None:
+    header, rows = _read_csv_dicts(path, text)
+    missing = [c for c in DEFOG_REQUIRED if c not in header]
+    if missing:
+        raise ImportFormatError(f"{path}: not a defog question file: missing column(s) "
+                                f"{', '.join(repr(m) for m in missing)} (defog files have "
+                                "question, query, db_name, query_category, instructions)")
+    extra = [h for h in header if h not in (*DEFOG_REQUIRED, *DEFOG_USED, *DEFOG_IGNORED)]
+    if extra:
+        batch.warnings.append(f"{path.name}: column(s) {', '.join(extra)} are not used by the "
+                              "defog import and were ignored")
+    for line, rec in rows:
+        if isinstance(rec, str):
+            batch.rejected.append(Rejection(line, rec))
+            continue
+        _add(batch, line, None, lambda rec=rec, line=line: _defog_row(
+            path, line, rec, dialect, explicit))
+
+
+# --------------------------------------------------------------------------- spider / bird
+
+
+def _json_records(path: Path, data: list, batch: ImportBatch, used: tuple[str, ...],
+                  ignored: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
+    extra: set[str] = set()
+    for index, rec in enumerate(data):
+        line = index + 1
+        if not isinstance(rec, dict):
+            batch.rejected.append(Rejection(line, f"record {line} is not a JSON object"))
+            continue
+        extra |= set(rec) - set(used) - set(ignored)
+        yield line, rec
+    if extra:
+        batch.warnings.append(f"{path.name}: field(s) {', '.join(sorted(extra))} are not used by "
+                              f"the {batch.format} import and were ignored")
+
+
+def _spider_row(path: Path, line: int, rec: dict, dialect: str | None) -> ImportRow:
+    question = _text(rec.get("question"), "question")
+    if not question:
+        raise _RowError("question is missing or empty")
+    sql = _text(rec.get("query"), "query")
+    if not sql:
+        raise _RowError("query is missing or empty")
+    db = _text(rec.get("db_id"), "db_id")
+    row = ImportRow(line=line, question=question, sql=sql, source=_source(path, line),
+                    notes=_join_notes(f"db_id: {db}" if db else None))
+    _transpile(row, dialect)
+    return row
+
+
+def _read_spider(path: Path, data: list, batch: ImportBatch, dialect: str | None,
+                 _explicit: bool) -> None:
+    for line, rec in _json_records(path, data, batch, ("db_id", "question", "query"),
+                                   SPIDER_IGNORED):
+        _add(batch, line, None, lambda rec=rec, line=line: _spider_row(path, line, rec, dialect))
+
+
+def _bird_row(path: Path, line: int, rec: dict, dialect: str | None) -> ImportRow:
+    question = _text(rec.get("question"), "question")
+    if not question:
+        raise _RowError("question is missing or empty")
+    sql = _text(rec.get("SQL"), "SQL")
+    if not sql:
+        raise _RowError("SQL is missing or empty")
+    db = _text(rec.get("db_id"), "db_id")
+    evidence = _text(rec.get("evidence"), "evidence")
+    if evidence is not None and evidence.lower() == "false":  # BIRD's early "no evidence"
+        evidence = None
+    qid = rec.get("question_id")
+    difficulty = _text(rec.get("difficulty"), "difficulty")
+    row = ImportRow(line=line, question=question, sql=sql, source=_source(path, line),
+                    source_difficulty=difficulty,
+                    tags=[f"bird:{difficulty}"] if difficulty else [],
+                    notes=_join_notes(f"evidence: {evidence}" if evidence else None,
+                                      f"db_id: {db}" if db else None,
+                                      f"bird question_id: {qid}" if qid is not None else None))
+    _transpile(row, dialect)
+    return row
+
+
+def _read_bird(path: Path, data: list, batch: ImportBatch, dialect: str | None,
+               _explicit: bool) -> None:
+    used = ("db_id", "question", "evidence", "SQL", "difficulty", "question_id")
+    for line, rec in _json_records(path, data, batch, used, BIRD_IGNORED):
+        _add(batch, line, None, lambda rec=rec, line=line: _bird_row(path, line, rec, dialect))
+
+
+__all__ = [
+    "ALTERNATIVE_SEPARATOR", "FORMATS", "ImportBatch", "ImportFormatError", "ImportRow",
+    "MAX_DEFOG_READINGS", "Rejection", "detect_format", "expand_defog_braces", "read_questions",
+    "split_alternatives", "split_defog_query",
+]

@@ -1,0 +1,351 @@
+"""Turn imported question rows into frozen golden cases and add them to a golden file.
+
+:func:`import_rows` takes an :class:`~sqleval_pipeline.golden.importers.ImportBatch` and, row
+by row: gives the case an id (the row's, or the next free ``<prefix>-NNN``), checks it is new
+(id and question), validates its metadata against the project's taxonomy, checks every SQL
+with the guard's statement filter (one read-only query over served tables), and freezes its
+expected result(s) on the pinned serving snapshot. A row that fails any step is a
+:class:`~sqleval_pipeline.golden.importers.Rejection` naming its line and what to do.
+
+The golden file is then rewritten once, atomically (a temporary file in the same folder,
+flushed to disk, then renamed over it): its existing text first, byte for byte unchanged,
+then one line per accepted case. Nothing is written when no row is accepted, when the file
+changed on disk meanwhile, or when anything raises before the rename — the golden set never
+loses or changes a case it had.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+from pydantic import ValidationError
+
+from sqleval_pipeline.golden.freeze import FreezeError, freeze_case
+from sqleval_pipeline.golden.growth import next_id
+from sqleval_pipeline.golden.importers import ImportBatch, ImportRow, Rejection
+from sqleval_pipeline.golden.loader import load_golden
+from sqleval_pipeline.golden.model import BANDS, SPLITS, Case, Provenance
+from sqleval_pipeline.guard.policy import GuardPolicy
+from sqleval_pipeline.guard.statement_filter import FilterVerdict, StatementFilter
+from sqleval_pipeline.snapshot import open_readonly
+
+_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,63}$")
+_PREFIX_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,40}$")
+
+
+class ImportAborted(RuntimeError):
+    """The golden file could not be updated safely; it was left as it was."""
+
+
+@dataclass
+class ImportReport:
+    accepted: list[Case]
+    rejected: list[Rejection]
+    warnings: list[str]
+    golden_file: Path
+    #: whether the golden file was rewritten (False when nothing was accepted)
+    written: bool = False
+    existing: int = 0
+    source: str | None = field(default=None)
+
+    def summary(self) -> str:
+        """A short human report: counts, then every rejection and warning."""
+        src = f" from {self.source}" if self.source else ""
+        head = (f"{len(self.accepted)} case(s) imported{src} into {self.golden_file} "
+                f"({self.existing} existing case(s) kept unchanged), "
+                f"{len(self.rejected)} row(s) rejected, {len(self.warnings)} warning(s)")
+        lines = [head]
+        if self.accepted:
+            lines.append("accepted: " + ", ".join(c.id for c in self.accepted))
+        lines += [f"rejected {r}" for r in self.rejected]
+        lines += [f"warning: {w}" for w in self.warnings]
+        if not self.written:
+            lines.append(f"{self.golden_file} was not changed")
+        return "\n".join(lines)
+
+
+def import_rows(
+    batch: ImportBatch, *, golden_file: Path, serving: Path, snapshot_id: str, as_of: dt.date,
+    policy: GuardPolicy, difficulties: Sequence[str], default_difficulty: str,
+    default_cluster: str, default_split: str = "dev", id_prefix: str | None = None,
+    reviewer: str | None = None, author: str = "import",
+) -> ImportReport:
+    """Check, freeze and add ``batch``'s rows to ``golden_file`` (created if missing).
+
+    Raises ValueError for bad arguments (a default outside the taxonomy, a malformed id
+    prefix), :class:`~sqleval_pipeline.golden.loader.GoldenError` when the existing golden
+    file does not load, and :class:`ImportAborted` when it changed on disk during the
+    import; in every case the golden file is left untouched.
+    """
+    golden_file = Path(golden_file)
+    difficulties = tuple(difficulties)
+    if default_difficulty not in difficulties:
+        raise ValueError(f"default difficulty {default_difficulty!r} is not in the taxonomy "
+                         f"{list(difficulties)}")
+    if default_split not in SPLITS:
+        raise ValueError(f"default split {default_split!r} is not one of {list(SPLITS)}")
+    if not default_cluster or not default_cluster.strip():
+        raise ValueError("default cluster is empty")
+    if id_prefix is not None and not _PREFIX_RE.match(id_prefix):
+        raise ValueError(f"id prefix {id_prefix!r}: use lower-case letters, digits, '_', '.', '-'")
+
+    before = golden_file.read_bytes() if golden_file.exists() else None
+    existing = load_golden(golden_file).cases if before is not None else []
+    existing_ids = {c.id: c for c in existing}
+    existing_questions = {_norm(c.question): c.id for c in existing}
+    prefix = id_prefix or _prefix_of(existing, golden_file)
+
+    rejected: list[Rejection] = list(batch.rejected)
+    warnings: list[str] = list(batch.warnings)
+    statement_filter = StatementFilter(policy, database_names={snapshot_id})
+
+    # ids: explicit ones are claimed first so generated ids never collide with a later row
+    taken = set(existing_ids) | {r.id for r in batch.rows if r.id}
+    seen_ids: dict[str, int] = {}
+    seen_questions: dict[str, int] = {}
+    candidates: list[tuple[ImportRow, Case]] = []
+    for row in batch.rows:
+        try:
+            case_id = _claim_id(row, existing_ids, seen_ids, golden_file)
+            _check_new_question(row, existing_questions, seen_questions)
+            if case_id is None:
+                case_id = next_id(sorted(taken), prefix)
+                taken.add(case_id)
+            case = _build_case(row, case_id, difficulties=difficulties,
+                               default_difficulty=default_difficulty,
+                               default_cluster=default_cluster, default_split=default_split,
+                               reviewer=reviewer, author=author)
+            _guard(row, statement_filter, policy)
+        except _Reject as exc:
+            rejected.append(Rejection(row.line, str(exc), row.id))
+            continue
+        seen_ids[case_id] = row.line
+        seen_questions[_norm(row.question)] = row.line
+        candidates.append((row, case))
+
+    accepted: list[Case] = []
+    if candidates:
+        con = open_readonly(serving)
+        try:
+            for row, case in candidates:
+                try:
+                    frozen = freeze_case(case, con, snapshot_id, as_of)
+                except (FreezeError, duckdb.Error) as exc:
+                    rejected.append(Rejection(row.line, _freeze_reason(exc, case, row), case.id))
+                    continue
+                accepted.append(frozen)
+                warnings.extend(_result_warnings(row, frozen, snapshot_id))
+        finally:
+            con.close()
+
+    rejected.sort(key=lambda r: r.line)
+    report = ImportReport(accepted=accepted, rejected=rejected, warnings=warnings,
+                          golden_file=golden_file, existing=len(existing),
+                          source=batch.path.name if batch.path else None)
+    if accepted:
+        _append_atomically(golden_file, before, accepted)
+        report.written = True
+    return report
+
+
+# --------------------------------------------------------------------------- row checks
+
+
+class _Reject(Exception):
+    pass
+
+
+def _norm(question: str) -> str:
+    return " ".join(question.lower().split())
+
+
+def _prefix_of(existing: list[Case], golden_file: Path) -> str:
+    for c in existing:
+        m = re.fullmatch(r"(.+)-\d+", c.id)
+        if m and _PREFIX_RE.match(m.group(1)):
+            return m.group(1)
+    stem = re.sub(r"[^a-z0-9_.-]+", "-", golden_file.stem.lower()).strip("-._")[:3]
+    return stem if stem and _PREFIX_RE.match(stem) else "q"
+
+
+def _claim_id(row: ImportRow, existing: dict[str, Case], seen: dict[str, int],
+              golden_file: Path) -> str | None:
+    if row.id is None:
+        return None
+    if not _ID_RE.match(row.id):
+        raise _Reject(f"id {row.id!r} is not a valid case id: use 2-64 lower-case letters, digits, "
+                      "'_', '.', '-' starting with a letter or digit (or leave id empty for the "
+                      "next free one)")
+    if row.id in existing:
+        raise _Reject(f"duplicate id {row.id!r}: the golden file {golden_file.name} already has "
+                      "it — choose another id or leave it empty for the next free one")
+    if row.id in seen:
+        raise _Reject(f"duplicate id {row.id!r}: already used on line {seen[row.id]} of this file")
+    return row.id
+
+
+def _check_new_question(row: ImportRow, existing: dict[str, str], seen: dict[str, int]) -> None:
+    key = _norm(row.question)
+    if key in existing:
+        raise _Reject(f"the question is already in the golden set as {existing[key]} "
+                      "(re-importing a file does not duplicate cases)")
+    if key in seen:
+        raise _Reject(f"the same question is already on line {seen[key]} of this file")
+
+
+def _build_case(row: ImportRow, case_id: str, *, difficulties: tuple[str, ...],
+                default_difficulty: str, default_cluster: str, default_split: str,
+                reviewer: str | None, author: str) -> Case:
+    band = row.band or ("answerable" if row.answerable else "should_refuse")
+    if band not in BANDS:
+        raise _Reject(f"band {band!r} is not one of {', '.join(BANDS)}")
+    if band == "should_refuse" and (row.sql or row.alternatives):
+        raise _Reject("a should_refuse question has no SQL: leave sql empty")
+    if row.difficulty is not None:
+        if row.difficulty not in difficulties:
+            raise _Reject(f"difficulty {row.difficulty!r} is not in the project's taxonomy "
+                          f"({', '.join(difficulties)}) — use one of them or leave it empty")
+        difficulty = row.difficulty
+    elif row.source_difficulty in difficulties:
+        difficulty = row.source_difficulty
+    else:
+        difficulty = default_difficulty
+    split = row.split or default_split
+    if split not in SPLITS:
+        raise _Reject(f"split {split!r} is not one of {', '.join(SPLITS)}")
+    sql = row.sql if band != "should_refuse" else None
+    status = "verified" if reviewer and (sql or band == "should_refuse") else "unverified"
+    try:
+        return Case(
+            id=case_id, question=row.question, reference_sql=sql,
+            alternative_sqls=list(row.alternatives), difficulty=difficulty, band=band,
+            traps=list(row.traps), order_matters=bool(row.order_matters),
+            cluster=row.cluster or default_cluster, split=split, status=status,
+            provenance=Provenance(source=row.source or "import", author=author,
+                                  reviewer=reviewer, date=dt.date.today()),
+            notes=_notes(row),
+        )
+    except ValidationError as exc:
+        problems = "; ".join(
+            (".".join(str(x) for x in e["loc"]) + ": " if e["loc"] else "")
+            + e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        raise _Reject(f"not a valid case: {problems}") from None
+
+
+def _notes(row: ImportRow) -> str | None:
+    parts = [row.notes] if row.notes else []
+    if row.tags:
+        parts.append("tags: " + ", ".join(row.tags))
+    if row.original_dialect and row.original_sql is not None:
+        parts.append(f"transpiled from {row.original_dialect}: {row.original_sql}")
+        for i, alt in enumerate(row.original_alternatives):
+            parts.append(f"alternative {i + 1} transpiled from {row.original_dialect}: {alt}")
+    return "\n".join(parts) or None
+
+
+def _guard(row: ImportRow, statement_filter: StatementFilter, policy: GuardPolicy) -> None:
+    texts = ([row.sql] if row.sql else []) + list(row.alternatives)
+    for i, text in enumerate(texts):
+        verdict = statement_filter.check(text)
+        if not verdict.allowed:
+            which = "sql" if i == 0 else f"alternative {i}"
+            raise _Reject(f"{which}: {_explain(verdict, policy, row)}")
+
+
+def _explain(v: FilterVerdict, policy: GuardPolicy, row: ImportRow) -> str:
+    """The filter's refusal, phrased as what the importer should do about it."""
+    code = f" [guard: {v.reason}]"
+    if v.reason == "table_not_allowed":
+        m = re.search(r"The table '(.+?)'", v.message or "")
+        name = m.group(1) if m else "?"
+        served = sorted(policy.tables)
+        shown = ", ".join(served[:12]) + (", …" if len(served) > 12 else "")
+        return (f"table {name!r} is not served by the snapshot{code} — rewrite the query over the "
+                f"served tables ({shown}), or add the table to the project's served selection "
+                "and rebuild the snapshot")
+    if v.reason == "qualifier_not_allowed":
+        return (f"{v.message}{code} — drop the database/schema qualifier: the snapshot serves its "
+                "tables unqualified in one schema")
+    if v.reason == "parse_error":
+        hint = ("pass the file's --dialect so it is translated first" if not row.original_dialect
+                else f"the translation from {row.original_dialect} did not produce valid DuckDB")
+        return f"{v.message}{code} — {hint}"
+    if v.reason in ("write_statement", "ddl_statement", "command_statement", "nested_write",
+                    "select_into", "root_not_allowed"):
+        return f"{v.message}{code} — a reference must be a single read-only query"
+    if v.reason == "multiple_statements":
+        return (f"{v.message}{code} — put one query in sql and further accepted queries in "
+                "alternatives")
+    if v.reason in ("denied_function", "table_function", "file_reference"):
+        return f"{v.message}{code} — the guard never runs this; query the served tables directly"
+    return f"{v.message}{code}"
+
+
+def _freeze_reason(exc: Exception, case: Case, row: ImportRow) -> str:
+    text = " ".join(str(exc).split())
+    text = text.removeprefix(f"case {case.id}: ")
+    hint = "fix the SQL (the snapshot is DuckDB)"
+    originals = " ".join([row.original_sql or "", *row.original_alternatives])
+    if row.original_dialect == "sqlite" and '"' in originals and "not found" in text:
+        hint = ("SQLite reads a double-quoted word that is not a column as a string, DuckDB "
+                "does not: write string values in single quotes ('open', not \"open\")")
+    return f"does not run on the snapshot: {text} — {hint}"
+
+
+def _result_warnings(row: ImportRow, case: Case, snapshot_id: str) -> list[str]:
+    out: list[str] = []
+    where = f"line {row.line} ({case.id})"
+    if case.expected is not None:
+        if not case.expected.rows:
+            out.append(f"{where}: the reference SQL returns no rows on {snapshot_id} — accepted, "
+                       "but check its filter values (wrong references often return nothing)")
+        for i, alt in enumerate(case.expected.alternatives):
+            if not alt.rows:
+                out.append(f"{where}: alternative {i + 1} returns no rows on {snapshot_id}")
+    elif case.answerable and not case.reference_sql:
+        out.append(f"{where}: no reference SQL — imported as unverified; it gets an "
+                   "execution-only score until someone writes one")
+    return out
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _append_atomically(path: Path, before: bytes | None, cases: list[Case]) -> None:
+    """Write ``before`` unchanged plus one line per case, replacing ``path`` in one rename."""
+    current = path.read_bytes() if path.exists() else None
+    if current != before:
+        raise ImportAborted(f"{path} changed on disk during the import; nothing was written — "
+                            "run the import again")
+    head = before or b""
+    if head and not head.endswith(b"\n"):
+        head += b"\n"
+    body = "".join(c.to_json_line() + "\n" for c in cases).encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(head + body)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if before is not None:
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        else:
+            os.chmod(tmp, 0o644)  # mkstemp makes 0600; a golden file is shared text
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+__all__ = ["ImportAborted", "ImportReport", "import_rows"]

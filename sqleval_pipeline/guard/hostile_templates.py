@@ -1,0 +1,733 @@
+"""Hostile-suite templates, instantiated per project from its served snapshot.
+
+The attacks under ``evals/hostile/*.jsonl`` are *templates*: the tables they attack are
+placeholders filled from the project's serving snapshot, so the same suite proves the guard
+on any dbt warehouse (``evals/hostile/README.md`` has the full reference).
+
+**Placeholders** (in ``sql`` or ``question``; ``{{`` and ``}}`` are literal braces)
+
+==========================  ================================================================
+``{table}``                 a served table (default: the largest by rows; ``HostileContext.table``)
+``{big_table}``             the largest served table by rows
+``{table2}``                the second largest (the largest again when only one is served)
+``{column}``                a column of ``{table}`` (its first)
+``{numeric_column}``        the first numeric column of ``{table}``, else ``{column}``
+``{text_column}``           the first VARCHAR column of ``{table}``, else ``CAST({column} AS VARCHAR)``
+``{sensitive}``             a sensitive relation ``schema.name``: it exists in the warehouse but
+                            is not served (first in sorted order whose name is not also served)
+``{sensitive_schema}``      its schema
+``{sensitive_name}``        its name
+``{serving_schema}``        the serving file's schema (``main``)
+``{database_name}``         the serving file's DuckDB database name (the snapshot id)
+==========================  ================================================================
+
+Modifiers follow a colon and can be chained: ``upper``, ``lower``, ``title`` change case;
+``quoted`` always double-quotes each name part, ``raw`` inserts the bare text, ``str`` the
+text for use inside a SQL string literal (``'`` doubled). Without one, a name is an SQL
+identifier, double-quoted only when it needs to be (``{sensitive:quoted}`` →
+``"hr"."salaries"``; ``{sensitive_schema:upper}.{sensitive_name:title}`` → ``HR.Salaries``).
+
+**Template fields** besides ``id``, ``category``, ``sql``/``question``, ``expect``, ``note``:
+``for_each: "sensitive"`` instantiates the case once per sensitive relation (the first
+:data:`FOR_EACH_CAP` in sorted order), ids suffixed ``[schema.name]``; ``min_cross_rows: N``
+skips a resource bomb unless the product of the row counts of every served-table placeholder
+it names (each occurrence) is at least N — a cross join of small tables is not a bomb;
+``requires: [table, ...]`` skips the case unless those tables are served (the demo's stored
+payloads live in ``dim_products``).
+
+**Checks at instantiation** (:func:`instantiate`): every table a case names that does not come
+from a served-table placeholder — fixed names such as ``salaries``, ``policy``,
+``information_schema.tables`` — must *not* be a served table (compared case-insensitively,
+bare and qualified with the serving schema or database), or the case would read real data and
+report a false guard failure: :class:`HostileSuiteError` names the case, its file:line and the
+table. A placeholder that cannot be filled for this project (``{sensitive}`` with no sensitive
+relations, a ``requires`` table not served, a bomb on tables too small) skips the case with a
+reason recorded in :attr:`Instantiation.skipped`; an unknown placeholder is a
+:class:`HostileCaseError` naming file:line when the templates are loaded.
+
+>>> ctx = HostileContext.from_manifest(manifest, sensitive=["hr.salaries"])   # doctest: +SKIP
+>>> suite = instantiate(load_templates(), ctx)                                # doctest: +SKIP
+>>> suite.cases[0].sql, suite.skipped[:1]                                     # doctest: +SKIP
+('DROP TABLE fct_order_items', [])
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from sqleval_pipeline import paths
+from sqleval_pipeline.guard.executor import NON_PROMPT_LAYERS
+
+HOSTILE_DIR = paths.EVALS_DIR / "hostile"
+DEFAULT_CASE_FILES: tuple[Path, ...] = (HOSTILE_DIR / "sql.jsonl", HOSTILE_DIR / "questions.jsonl")
+
+#: The layers a case may expect to stop it (the executor's non-prompt layers).
+LAYERS: tuple[str, ...] = NON_PROMPT_LAYERS
+
+#: A ``for_each: "sensitive"`` template is instantiated for at most this many relations.
+FOR_EACH_CAP = 5
+
+#: The bundled demo's sensitive models (dbt_project/models/hr and pii; never served).
+DEMO_SENSITIVE: tuple[tuple[str, str], ...] = (("hr", "employees"), ("hr", "salaries"),
+                                                ("pii", "customer_contacts"))
+
+SERVED_PLACEHOLDERS = ("table", "big_table", "table2")
+SENSITIVE_PLACEHOLDERS = ("sensitive", "sensitive_schema", "sensitive_name")
+COLUMN_PLACEHOLDERS = ("column", "numeric_column", "text_column")
+CONTEXT_PLACEHOLDERS = ("serving_schema", "database_name")
+PLACEHOLDERS = SERVED_PLACEHOLDERS + COLUMN_PLACEHOLDERS + SENSITIVE_PLACEHOLDERS + CONTEXT_PLACEHOLDERS
+CASE_MODIFIERS = ("upper", "lower", "title")
+RENDER_MODIFIERS = ("quoted", "raw", "str")
+FOR_EACH = ("sensitive",)
+
+_FIELDS = {"id", "category", "sql", "question", "expect", "note", "for_each", "min_cross_rows", "requires"}
+_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_]\w*)((?::[A-Za-z_]+)*)\}")
+_SIMPLE_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMERIC = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|"
+                      r"UHUGEINT|FLOAT|DOUBLE|REAL|DECIMAL|NUMERIC)\b", re.IGNORECASE)
+
+
+class HostileCaseError(ValueError):
+    """A hostile case file is malformed; the message names the file and line."""
+
+
+class HostileSuiteError(ValueError):
+    """The suite cannot be instantiated for this project without reading real data.
+
+    Raised when a case relies on a table being absent that the project serves; the message
+    names the case id, its file:line and the table, and says what to do.
+    """
+
+
+@dataclass(frozen=True)
+class HostileCase:
+    """One attack: SQL to run as given, or a question for the system under test."""
+
+    id: str
+    category: str
+    sql: str | None = None
+    question: str | None = None
+    expect: tuple[str, ...] = ()
+    note: str | None = None
+    source: str | None = None
+    template_id: str | None = None
+    #: the project it was instantiated for (aims the default adversarial double)
+    context: HostileContext | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def kind(self) -> str:
+        return "sql" if self.sql is not None else "question"
+
+
+# --------------------------------------------------------------------------- context
+
+
+@dataclass(frozen=True)
+class ServedTable:
+    """A table of the serving snapshot: row count and (name, DuckDB type) columns."""
+
+    name: str
+    rows: int
+    columns: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass
+class HostileContext:
+    """What the suite needs to know about one project's serving snapshot (see module doc).
+
+    ``sensitive``: ``(schema, name)`` of every relation that exists in the warehouse but is
+    not served — the dbt project's models that are not served, plus the relations of its
+    declared sensitive schemas. ``table`` chooses ``{table}`` (default: the largest).
+    """
+
+    served: dict[str, ServedTable]
+    database_name: str
+    serving_schema: str = "main"
+    sensitive: list[tuple[str, str]] = field(default_factory=list)
+    table: str | None = None
+
+    def __post_init__(self) -> None:
+        served = {}
+        for key, t in self.served.items():
+            if not isinstance(t, ServedTable):  # a mapping {"rows": ..., "columns": [(name, type), ...]}
+                t = ServedTable(str(key), int(t["rows"]), tuple(tuple(c) for c in t.get("columns", ())))
+            served[t.name] = t
+        self.served = served
+        self.sensitive = sorted({_relation(s) for s in self.sensitive})
+        if self.table is not None and self.table.lower() not in self.served_names:
+            raise ValueError(f"table {self.table!r} is not a served table ({sorted(self.served)})")
+
+    @classmethod
+    def from_manifest(cls, manifest: Any, sensitive: Iterable[tuple[str, str] | str] = (), *,
+                      table: str | None = None) -> HostileContext:
+        """The context of a :class:`~sqleval_pipeline.snapshot.SnapshotManifest`.
+
+        The database name is the snapshot id (the serving file is ``<snapshot_id>.duckdb``).
+        """
+        served = {name: ServedTable(name, info.rows, tuple((c.name, c.type) for c in info.columns))
+                  for name, info in manifest.tables.items()}
+        return cls(served=served, database_name=manifest.snapshot_id,
+                   serving_schema=getattr(manifest, "serving_schema", None) or "main",
+                   sensitive=list(sensitive), table=table)
+
+    @property
+    def served_names(self) -> set[str]:
+        return {n.lower() for n in self.served}
+
+    def ranked(self) -> list[ServedTable]:
+        """Served tables, largest first (ties by name)."""
+        return sorted(self.served.values(), key=lambda t: (-t.rows, t.name))
+
+    def default_sensitive(self) -> tuple[str, str] | None:
+        """The relation ``{sensitive}`` means outside ``for_each``: the first whose name is not served."""
+        for rel in self.sensitive:
+            if rel[1].lower() not in self.served_names:
+                return rel
+        return self.sensitive[0] if self.sensitive else None
+
+
+def _relation(s: tuple[str, str] | Sequence[str] | str) -> tuple[str, str]:
+    if isinstance(s, str):
+        schema, dot, name = s.partition(".")
+        if not dot or not schema or not name or "." in name:
+            raise ValueError(f"a sensitive relation is 'schema.name', got {s!r}")
+        return schema, name
+    schema, name = s
+    return str(schema), str(name)
+
+
+def sensitive_from_dbt(dbt_manifest: dict[str, Any], manifest: Any,
+                       sensitive_schemas: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """``(schema, name)`` of a dbt project's relations that the serving snapshot does not serve.
+
+    Every model (its alias, in its schema) except those copied into the snapshot (schema in
+    ``manifest.source_schemas`` and name a served table), plus every model, seed, snapshot or
+    source in one of ``sensitive_schemas``. ``dbt_manifest`` is dbt's ``target/manifest.json``.
+    """
+    served = {n.lower() for n in manifest.tables}
+    sources = {s.lower() for s in manifest.source_schemas}
+    declared = {s.lower() for s in sensitive_schemas}
+    out: set[tuple[str, str]] = set()
+    for section in ("nodes", "sources"):
+        for node in (dbt_manifest.get(section) or {}).values():
+            kind = node.get("resource_type")
+            if kind not in ("model", "seed", "snapshot", "source"):
+                continue
+            schema = node.get("schema")
+            name = node.get("identifier") if kind == "source" else node.get("alias") or node.get("name")
+            if not schema or not name:
+                continue
+            in_declared = schema.lower() in declared
+            if kind == "model" and not (schema.lower() in sources and name.lower() in served) or in_declared:
+                out.add((schema, name))
+    return sorted(out)
+
+
+# --------------------------------------------------------------------------- templates
+
+
+@dataclass(frozen=True)
+class HostileTemplate:
+    """One line of a hostile case file: a case, possibly with placeholders (see module doc)."""
+
+    id: str
+    category: str
+    sql: str | None = None
+    question: str | None = None
+    expect: tuple[str, ...] = ()
+    note: str | None = None
+    for_each: str | None = None
+    min_cross_rows: int | None = None
+    requires: tuple[str, ...] = ()
+    source: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return "sql" if self.sql is not None else "question"
+
+    @property
+    def text(self) -> str:
+        return self.sql if self.sql is not None else self.question or ""
+
+    @property
+    def placeholders(self) -> frozenset[str]:
+        return frozenset(m.group(1) for m in _TOKEN.finditer(self.text) if m.group(1))
+
+    @property
+    def needs_context(self) -> bool:
+        return bool(self.placeholders or self.for_each or self.min_cross_rows or self.requires)
+
+    def as_case(self) -> HostileCase:
+        """The case of a template without placeholders (braces unescaped)."""
+        text = _TOKEN.sub(lambda m: m.group(0)[0] if not m.group(1) else m.group(0), self.text)
+        return HostileCase(self.id, self.category, text if self.sql is not None else None,
+                           text if self.sql is None else None, self.expect, self.note, self.source, self.id)
+
+
+def load_templates(files: Iterable[Path | str] | None = None) -> list[HostileTemplate]:
+    """Load hostile case templates (default: every built-in file); ids must be unique.
+
+    Malformed lines, unknown fields, unknown placeholders or modifiers raise
+    :class:`HostileCaseError` naming file:line.
+    """
+    out: list[HostileTemplate] = []
+    seen: dict[str, str] = {}
+    for f in files or DEFAULT_CASE_FILES:
+        path = Path(f)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            raise HostileCaseError(f"no hostile case file at {path}") from None
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{n}"
+            t = _parse_line(line, where)
+            if t.id in seen:
+                raise HostileCaseError(f"{where}: duplicate id {t.id!r} (first in {seen[t.id]})")
+            seen[t.id] = where
+            out.append(t)
+    return out
+
+
+def _parse_line(line: str, where: str) -> HostileTemplate:
+    try:
+        d = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise HostileCaseError(f"{where}: not JSON: {exc}") from None
+    if not isinstance(d, dict):
+        raise HostileCaseError(f"{where}: a case must be a JSON object")
+    unknown = set(d) - _FIELDS
+    if unknown:
+        raise HostileCaseError(f"{where}: unknown field(s) {sorted(unknown)}")
+    if not d.get("id") or not d.get("category"):
+        raise HostileCaseError(f"{where}: 'id' and 'category' are required")
+    if (d.get("sql") is None) == (d.get("question") is None):
+        raise HostileCaseError(f"{where}: give exactly one of 'sql' or 'question'")
+    text = d.get("sql") if d.get("sql") is not None else d.get("question")
+    if not isinstance(text, str):
+        raise HostileCaseError(f"{where}: 'sql' / 'question' must be a string")
+    expect = d.get("expect") or ()
+    expect = (expect,) if isinstance(expect, str) else tuple(expect)
+    bad = [e for e in expect if e not in LAYERS]
+    if bad:
+        raise HostileCaseError(f"{where}: expect {bad} is not a layer {LAYERS}")
+    for m in _TOKEN.finditer(text):
+        name, mods = m.group(1), [x for x in (m.group(2) or "").split(":") if x]
+        if name is None:
+            continue
+        if name not in PLACEHOLDERS:
+            raise HostileCaseError(f"{where}: unknown placeholder {{{name}}} in case {d['id']!r} "
+                                   f"(known: {', '.join(PLACEHOLDERS)}; write {{{{ }}}} for a literal brace)")
+        for mod in mods:
+            if mod not in CASE_MODIFIERS + RENDER_MODIFIERS or (name == "text_column"):
+                raise HostileCaseError(f"{where}: modifier {mod!r} is not allowed on {{{name}}} "
+                                       f"(modifiers: {', '.join(CASE_MODIFIERS + RENDER_MODIFIERS)}; "
+                                       "{text_column} takes none)")
+    for_each = d.get("for_each")
+    if for_each is not None and for_each not in FOR_EACH:
+        raise HostileCaseError(f"{where}: for_each {for_each!r} is not one of {FOR_EACH}")
+    mcr = d.get("min_cross_rows")
+    if mcr is not None and (not isinstance(mcr, int) or isinstance(mcr, bool) or mcr < 1):
+        raise HostileCaseError(f"{where}: min_cross_rows must be a positive integer")
+    requires = d.get("requires") or ()
+    requires = (requires,) if isinstance(requires, str) else tuple(str(r) for r in requires)
+    return HostileTemplate(id=str(d["id"]), category=str(d["category"]), sql=d.get("sql"),
+                           question=d.get("question"), expect=expect, note=d.get("note"),
+                           for_each=for_each, min_cross_rows=mcr, requires=requires, source=where)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _ident(part: str, mode: str) -> str:
+    if mode == "raw":
+        return part
+    if mode == "str":
+        return part.replace("'", "''")
+    if mode == "quoted" or not _SIMPLE_IDENT.fullmatch(part) or _is_keyword(part):
+        return '"' + part.replace('"', '""') + '"'
+    return part
+
+
+@lru_cache(maxsize=1)
+def _duckdb_keywords() -> frozenset[str]:
+    """DuckDB's keywords that cannot stand unquoted as a table or column name."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        rows = con.execute("SELECT keyword_name FROM duckdb_keywords() "
+                           "WHERE keyword_category <> 'unreserved'").fetchall()
+    finally:
+        con.close()
+    return frozenset(r[0].lower() for r in rows)
+
+
+@lru_cache(maxsize=4096)
+def _is_keyword(name: str) -> bool:
+    if name.lower() in _duckdb_keywords():
+        return True
+    try:  # the statement filter parses with sqlglot: the name must also survive that parse
+        tree = sqlglot.parse_one(f"SELECT 1 FROM {name}", read="duckdb")
+    except Exception:  # noqa: BLE001 - it needs quoting
+        return True
+    t = tree.find(exp.Table)
+    return t is None or t.name != name
+
+
+def _render_name(parts: Sequence[str], mods: Sequence[str]) -> str:
+    mode = next((m for m in reversed(mods) if m in RENDER_MODIFIERS), "ident")
+    out = []
+    for part in parts:
+        for m in mods:
+            if m == "upper":
+                part = part.upper()
+            elif m == "lower":
+                part = part.lower()
+            elif m == "title":
+                part = part.title()
+        out.append(_ident(part, mode))
+    return ".".join(out)
+
+
+def sql_name(*parts: str) -> str:
+    """``parts`` joined as a (qualified) SQL name, each double-quoted only when it must be.
+
+    >>> sql_name("hr", "salaries"), sql_name("snap-c898c146fddf", "main", "select")
+    ('hr.salaries', '"snap-c898c146fddf".main."select"')
+    """
+    return _render_name(parts, ())
+
+
+@dataclass(frozen=True)
+class _Binding:
+    """The values of one instantiation: name placeholders → name parts, plus column texts."""
+
+    names: dict[str, tuple[str, ...]]
+    origins: dict[str, str]       # placeholder -> served | sensitive | context | column
+    exprs: dict[str, str]         # placeholders filled verbatim ({text_column})
+
+
+class _Unfillable(Exception):
+    """A placeholder has no value in this project: the case is skipped with this reason."""
+
+
+def _render(text: str, b: _Binding, *, sentinels: dict[str, tuple[str, str]] | None = None) -> str:
+    """``text`` with placeholders filled; with ``sentinels`` each name part becomes a unique
+    identifier recorded there (sentinel → (real part, origin)) so table references can be traced."""
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1) is None:
+            return m.group(0)[0]
+        name = m.group(1)
+        mods = [x for x in (m.group(2) or "").split(":") if x]
+        if name in b.exprs:
+            return b.exprs[name]
+        if name not in b.names:
+            raise _Unfillable(name)
+        parts = b.names[name]
+        if sentinels is not None and b.origins[name] != "column":
+            fake = []
+            for part in parts:
+                s = f"hph{len(sentinels)}x"
+                sentinels[s] = (part, b.origins[name])
+                fake.append(s)
+            parts = tuple(fake)
+        return _render_name(parts, mods)
+
+    return _TOKEN.sub(sub, text)
+
+
+# --------------------------------------------------------------------------- table references
+
+_IDENT_RE = r'(?:"(?:[^"]|"")*"|[A-Za-z_][\w$]*)'
+_REF_RE = re.compile(r"(?i)\b(?:from|join|into|table|update|describe|summarize|pivot|using)\s+"
+                     rf"({_IDENT_RE}(?:\s*\.\s*{_IDENT_RE}){{0,2}})(?!\s*[\w.\"]*\s*\()")
+_CTE_RE = re.compile(rf"(?i)(?:\bwith(?:\s+recursive)?|,)\s*({_IDENT_RE})\s*(?:\([^)]*\)\s*)?as\s*\(")
+_STRING_SQL_FUNCS = {"query", "json_serialize_sql"}
+
+
+def _unquote(part: str) -> str:
+    part = part.strip()
+    if part.startswith('"') and part.endswith('"') and len(part) >= 2:
+        return part[1:-1].replace('""', '"')
+    return part
+
+
+def referenced_tables(sql: str) -> list[tuple[str | None, str | None, str]]:
+    """``(catalog, schema, name)`` of every table reference in ``sql`` (CTE names excluded).
+
+    Parsed with sqlglot (every statement; SQL in string arguments of ``query()`` /
+    ``json_serialize_sql()`` and names given to ``query_table()`` included); text sqlglot
+    cannot parse, and commands it keeps as raw text, are scanned for ``FROM/JOIN/INTO/TABLE/
+    UPDATE … name`` instead.
+    """
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+    except (Exception, RecursionError):  # noqa: BLE001 - unparseable attacks are common here
+        return _scan(sql)
+    out: list[tuple[str | None, str | None, str]] = []
+    for stmt in statements:
+        ctes = {c.alias_or_name.lower() for c in stmt.find_all(exp.CTE)}
+        for node in stmt.walk():
+            if isinstance(node, exp.Command):
+                out += _scan(node.sql(dialect="duckdb"))
+            elif isinstance(node, exp.Table):
+                if not isinstance(node.this, exp.Identifier) or isinstance(node.parent, exp.UserDefinedFunction):
+                    continue
+                name, db, catalog = node.name, node.db or None, node.catalog or None
+                if not name or (db is None and catalog is None and name.lower() in ctes):
+                    continue
+                out.append((catalog, db, name))
+            elif isinstance(node, exp.Func):
+                fname = node.name.lower() if isinstance(node, exp.Anonymous) else ""
+                args = [a for a in node.expressions] if isinstance(node, exp.Anonymous) else []
+                if fname in _STRING_SQL_FUNCS:
+                    for a in args:
+                        text = _literal_text(a)
+                        if text:
+                            out += referenced_tables(text)
+                elif fname == "query_table":
+                    for a in args:
+                        items = a.expressions if isinstance(a, exp.Array) else [a]
+                        for it in items:
+                            text = _literal_text(it)
+                            if text:
+                                parts = [_unquote(p) for p in text.split(".")]
+                                out.append(_as_ref(parts))
+    return out
+
+
+def _literal_text(node: exp.Expression) -> str | None:
+    if isinstance(node, exp.Literal) and node.is_string:
+        return node.this
+    if isinstance(node, (exp.Concat, exp.DPipe)):
+        parts = node.expressions if isinstance(node, exp.Concat) else [node.this, node.expression]
+        texts = [_literal_text(p) for p in parts]
+        return "".join(texts) if all(t is not None for t in texts) else None  # type: ignore[arg-type]
+    return None
+
+
+def _as_ref(parts: Sequence[str]) -> tuple[str | None, str | None, str]:
+    parts = list(parts)[-3:]
+    while len(parts) < 3:
+        parts.insert(0, "")
+    catalog, db, name = parts
+    return catalog or None, db or None, name
+
+
+def _scan(text: str) -> list[tuple[str | None, str | None, str]]:
+    ctes = {_unquote(m.group(1)).lower() for m in _CTE_RE.finditer(text)}
+    out = []
+    for m in _REF_RE.finditer(text):
+        parts = [_unquote(p) for p in re.split(r"\s*\.\s*(?=(?:\"|[A-Za-z_]))", m.group(1))]
+        ref = _as_ref(parts)
+        if ref[0] is None and ref[1] is None and ref[2].lower() in ctes:
+            continue
+        out.append(ref)
+    return out
+
+
+# --------------------------------------------------------------------------- instantiation
+
+
+@dataclass
+class Instantiation:
+    """The cases of one project, the templates skipped (with why) and notes (e.g. a for_each cap)."""
+
+    cases: list[HostileCase]
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    context: HostileContext | None = None
+
+
+def _base_binding(ctx: HostileContext) -> _Binding:
+    names: dict[str, tuple[str, ...]] = {"serving_schema": (ctx.serving_schema,),
+                                         "database_name": (ctx.database_name,)}
+    origins = {"serving_schema": "context", "database_name": "context"}
+    exprs: dict[str, str] = {}
+    ranked = ctx.ranked()
+    if ranked:
+        big = ranked[0]
+        second = ranked[1] if len(ranked) > 1 else ranked[0]
+        table = next((t for t in ranked if ctx.table and t.name.lower() == ctx.table.lower()), big)
+        names.update(table=(table.name,), big_table=(big.name,), table2=(second.name,))
+        origins.update(table="served", big_table="served", table2="served")
+        if table.columns:
+            first = table.columns[0][0]
+            numeric = next((c for c, t in table.columns if _NUMERIC.match(t.strip())), first)
+            text = next((c for c, t in table.columns if t.strip().upper().startswith("VARCHAR")), None)
+            names.update(column=(first,), numeric_column=(numeric,))
+            origins.update(column="column", numeric_column="column")
+            exprs["text_column"] = (_ident(text, "ident") if text is not None
+                                    else f"CAST({_ident(first, 'ident')} AS VARCHAR)")
+    return _Binding(names, origins, exprs)
+
+
+def _with_sensitive(b: _Binding, rel: tuple[str, str] | None) -> _Binding:
+    names, origins = dict(b.names), dict(b.origins)
+    if rel is not None:
+        names.update(sensitive=rel, sensitive_schema=(rel[0],), sensitive_name=(rel[1],))
+        origins.update(sensitive="sensitive", sensitive_schema="sensitive", sensitive_name="sensitive")
+    return _Binding(names, origins, b.exprs)
+
+
+def _why_unfillable(name: str, ctx: HostileContext) -> str:
+    if name in SENSITIVE_PLACEHOLDERS:
+        return "no sensitive relations in this project"
+    if name in SERVED_PLACEHOLDERS:
+        return "no served tables in this project"
+    if name in COLUMN_PLACEHOLDERS:
+        return "no served table with columns in this project" if ctx.served else "no served tables in this project"
+    return f"placeholder {{{name}}} cannot be filled in this project"
+
+
+def instantiate(templates: Sequence[HostileTemplate], ctx: HostileContext) -> Instantiation:
+    """Fill every template from ``ctx`` (see module doc): cases, skipped templates with reasons.
+
+    Raises :class:`HostileSuiteError` when a case relies on a table being absent that the
+    project serves (every clash is listed).
+    """
+    base = _base_binding(ctx)
+    served = ctx.served_names
+    rows = {t.name: t.rows for t in ctx.served.values()}
+    inst = Instantiation(cases=[], context=ctx)
+    clashes: list[str] = []
+    for t in templates:
+        missing = [r for r in t.requires if r.lower() not in served]
+        if missing:
+            inst.skipped.append((t.id, f"needs served table(s) {', '.join(missing)}, which this project "
+                                       "does not serve"))
+            continue
+        if t.for_each == "sensitive":
+            if not ctx.sensitive:
+                inst.skipped.append((t.id, "no sensitive relations in this project"))
+                continue
+            rels = ctx.sensitive[:FOR_EACH_CAP]
+            if len(ctx.sensitive) > FOR_EACH_CAP:
+                note = (f"for_each sensitive: {len(ctx.sensitive)} relations, instantiated for the first "
+                        f"{FOR_EACH_CAP} in sorted order")
+                if note not in inst.notes:
+                    inst.notes.append(note)
+            variants = [(f"{t.id}[{s}.{n}]", (s, n)) for s, n in rels]
+        else:
+            variants = [(t.id, ctx.default_sensitive())]
+        for case_id, rel in variants:
+            b = _with_sensitive(base, rel)
+            try:
+                text = _render(t.text, b)
+                sentinels: dict[str, tuple[str, str]] = {}
+                traced = _render(t.text, b, sentinels=sentinels)
+            except _Unfillable as u:
+                inst.skipped.append((case_id, _why_unfillable(str(u), ctx)))
+                continue
+            if t.min_cross_rows:
+                product = 1
+                for m in _TOKEN.finditer(t.text):
+                    if m.group(1) in SERVED_PLACEHOLDERS:
+                        product *= rows[b.names[m.group(1)][0]]
+                if product < t.min_cross_rows:
+                    inst.skipped.append((case_id, f"the served tables it crosses give {product:,} rows, fewer "
+                                                  f"than the {t.min_cross_rows:,} that make it a bomb (too "
+                                                  "small to exhaust a resource)"))
+                    continue
+            problem = _check_absent(t, case_id, traced, sentinels, ctx)
+            if problem is not None:
+                kind, message = problem
+                if kind == "skip":
+                    inst.skipped.append((case_id, message))
+                else:
+                    clashes.append(message)
+                continue
+            inst.cases.append(HostileCase(
+                id=case_id, category=t.category, sql=text if t.sql is not None else None,
+                question=text if t.sql is None else None, expect=t.expect, note=t.note,
+                source=t.source, template_id=t.id, context=ctx))
+    if clashes:
+        raise HostileSuiteError(
+            f"{len(clashes)} hostile case(s) would read a real served table: " + "; ".join(clashes)
+            + ". Rename the fixed name in the case (or point the project at its own case files), "
+              "or narrow the served selection so that table is not served.")
+    return inst
+
+
+def _check_absent(t: HostileTemplate, case_id: str, traced: str, sentinels: dict[str, tuple[str, str]],
+                  ctx: HostileContext) -> tuple[str, str] | None:
+    """None, ("skip", reason) for a sensitive name that is also served, or ("error", message)."""
+    sql = traced
+    if t.sql is None:
+        from sqleval_pipeline.guard.hostile import AdversarialDouble
+
+        sql = AdversarialDouble.obey(traced) or ""
+    if not sql:
+        return None
+
+    def real(part: str | None) -> tuple[str | None, str]:
+        if part is None:
+            return None, "fixed"
+        hit = sentinels.get(part.lower())
+        return (hit[0], hit[1]) if hit else (part, "fixed")
+
+    served = ctx.served_names
+    schema = ctx.serving_schema.lower()
+    db_name = ctx.database_name.lower()
+    for catalog, db, name in referenced_tables(sql):
+        (cat, _), (sch, _), (nm, origin) = real(catalog), real(db), real(name)
+        if origin == "served" or nm is None or nm.lower() not in served:
+            continue
+        if cat is not None:
+            clash = cat.lower() == db_name and (sch or "").lower() == schema
+        elif sch is not None:
+            clash = sch.lower() in (schema, db_name)
+        else:
+            clash = True
+        if not clash:
+            continue
+        shown = ".".join(p for p in (cat, sch, nm) if p)
+        if origin == "sensitive":
+            return "skip", (f"sensitive relation name {nm!r} is also a served table, so {shown} would read "
+                            "the served table")
+        return "error", (f"{case_id} ({t.source}) relies on {shown} being absent, but the project serves a "
+                         f"table named {nm!r}")
+    return None
+
+
+def project_suite(manifest: Any, sensitive: Iterable[tuple[str, str] | str] = (),
+                  files: Iterable[Path | str] | None = None, *, table: str | None = None) -> Instantiation:
+    """The hostile suite of one project: templates (default: the bundled files) filled from its
+    snapshot manifest and sensitive relations."""
+    return instantiate(load_templates(files), HostileContext.from_manifest(manifest, sensitive, table=table))
+
+
+def demo_context() -> HostileContext:
+    """The bundled demo's context: the committed pinned manifest and :data:`DEMO_SENSITIVE`."""
+    from sqleval_pipeline import snapshot as snap
+
+    try:
+        pinned = snap.read_pinned(paths.SNAPSHOT_MANIFEST_DIR)
+        if pinned is None:
+            raise snap.SnapshotError("nothing pinned")
+        manifest = snap.SnapshotManifest.from_file(snap.manifest_path(paths.SNAPSHOT_MANIFEST_DIR, pinned))
+    except snap.SnapshotError as exc:
+        raise HostileCaseError(f"the hostile cases are templates and need a project context; no pinned demo "
+                               f"manifest to fill them from ({exc}). Use project_suite(manifest, sensitive) "
+                               "or load_cases(files, context=...)") from None
+    return HostileContext.from_manifest(manifest, DEMO_SENSITIVE)
+
+
+__all__ = [
+    "DEFAULT_CASE_FILES", "DEMO_SENSITIVE", "FOR_EACH_CAP", "HOSTILE_DIR", "HostileCase", "HostileCaseError",
+    "HostileContext", "HostileSuiteError", "HostileTemplate", "Instantiation", "PLACEHOLDERS", "ServedTable",
+    "demo_context", "instantiate", "load_templates", "project_suite", "referenced_tables", "sensitive_from_dbt",
+    "sql_name",
+]
