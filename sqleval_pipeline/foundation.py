@@ -60,16 +60,20 @@ def freeze(project: Project, selection: dbt.ServedSelection | None = None) -> sn
 
 
 def sensitive_names(project: Project, selection: dbt.ServedSelection | None = None) -> list[tuple[str, str]]:
-    """(schema, name) of every relation that must never be readable: every model of the dbt
-    project that is not served (models in declared sensitive schemas never are), every seed
-    and every source — none of them is in the serving file."""
+    """(schema, name) of every relation that must never be readable, most sensitive first:
+    the models of the declared sensitive schemas, every other model that is not served, then
+    every seed and source — none of them is in the serving file."""
     selection = selection or dbt.served_selection(project)
-    out = set(dbt.sensitive_relations(selection))
+    declared = set(project.spec.sensitive_schemas)
+    models = dbt.sensitive_relations(selection)
     manifest = dbt.load_manifest(project)
-    for node in [*manifest.get("sources", {}).values(),
-                 *(n for n in manifest.get("nodes", {}).values() if n.get("resource_type") == "seed")]:
-        out.add((node.get("schema") or "main", node.get("identifier") or node.get("alias") or node["name"]))
-    return sorted(out)
+    raw = sorted({(n.get("schema") or "main", n.get("identifier") or n.get("alias") or n["name"])
+                  for n in [*manifest.get("sources", {}).values(),
+                            *(v for v in manifest.get("nodes", {}).values()
+                              if v.get("resource_type") == "seed")]})
+    ordered = ([r for r in models if r[0].lower() in declared]
+               + [r for r in models if r[0].lower() not in declared] + raw)
+    return list(dict.fromkeys(ordered))
 
 
 def hostile_suite(project: Project, manifest: snap.SnapshotManifest,

@@ -22,8 +22,14 @@ def test_definitions_load_with_the_expected_assets():
     assert {"serving_snapshot", "golden_set", "judge_calibration", "guardrail_suite", "marts/fct_orders", "marts/mart_orders_daily",
             "raw/orders", "hr/salaries", "pii/customer_contacts"} <= keys
     snapshot_parents = {k.to_user_string() for k in graph.get(dg.AssetKey("serving_snapshot")).parent_keys}
-    assert "marts/fct_orders" in snapshot_parents
-    assert not any(p.startswith(("hr/", "pii/", "raw")) for p in snapshot_parents)
+    # the snapshot depends on exactly the served models (the demo serves path:models/marts)
+    marts = {f"marts/{p.stem}" for p in (paths.REPO_ROOT / "dbt_project" / "models" / "marts").glob("*.sql")}
+    assert snapshot_parents == marts
+    def group(key: str) -> str:
+        return graph.get(dg.AssetKey(key.split("/"))).group_name
+
+    assert group("marts/fct_orders") == "served" and group("hr/salaries") == "warehouse"
+    assert group("staging/stg_orders") == "warehouse" and group("raw/orders") == "raw"
 
 
 def test_workspace_points_at_the_definitions():
@@ -32,15 +38,16 @@ def test_workspace_points_at_the_definitions():
 
 
 @pytest.mark.slow
-def test_foundation_materializes_through_dagster(tmp_path):
+def test_foundation_materializes_through_dagster(tmp_path, monkeypatch):
     from sqleval_pipeline.orchestrate import FOUNDATION_GROUPS, materialize
 
     manifests = tmp_path / "manifests"
     shutil.copytree(paths.SNAPSHOT_MANIFEST_DIR, manifests)
     home = paths.Home(tmp_path / "home")
+    monkeypatch.setenv("SQLEVAL_HOME", str(home.root))  # the demo project's build dir here
     summary = materialize(FOUNDATION_GROUPS,
                           {"ops": {"guardrail_suite": {"config": {"timeout_s": 1.0}}}},
-                          home=home, manifest_dir=str(manifests))
+                          manifest_dir=str(manifests))
     pinned = snap.read_pinned(paths.SNAPSHOT_MANIFEST_DIR)
     assert summary.materialized["serving_snapshot"]["snapshot_id"] == pinned
     assert summary.materialized["golden_set"]["cases"] >= 60
@@ -53,7 +60,9 @@ def test_foundation_materializes_through_dagster(tmp_path):
     assert summary.materialized["guardrail_suite"]["got_through"] == 0
     assert summary.materialized["guardrail_suite"]["cases"] >= 140
     assert (home.snapshot_dir / f"{pinned}.duckdb").exists()
-    # dagster-dbt's per-run target folders are cleaned up
-    assert not list((paths.DBT_PROJECT_DIR / "target").glob("dagster-*"))
+    # dbt writes into the build dir, never into the dbt project; per-run folders are cleaned up
+    assert (home.root / "dbt_target" / "manifest.json").exists()
+    assert not list((home.root / "dbt_target").glob("dagster-*"))
+    assert (home.warehouse).exists()
     # the run is recorded in the instance the UI opens
     assert (home.dagster_home / "dagster.yaml").exists()

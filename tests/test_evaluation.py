@@ -18,7 +18,7 @@ def env(serving_snapshot, tmp_path):
     home = paths.Home(tmp_path / "home")
     home.root.mkdir()
     (home.root / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
-    return ev.environment(home, manifest_dir=manifests)
+    return ev.environment(home=home, manifest_dir=manifests)
 
 
 def test_stages_chain_and_persist(env):
@@ -60,7 +60,7 @@ def test_gate_compares_against_the_configured_baseline(env):
 
 
 @pytest.mark.slow
-def test_partitioned_assets_materialize_through_dagster(serving_snapshot, tmp_path):
+def test_partitioned_assets_materialize_through_dagster(serving_snapshot, tmp_path, monkeypatch):
     from sqleval_pipeline.orchestrate import EVALUATION_GROUPS, materialize
 
     manifests = tmp_path / "manifests"
@@ -68,11 +68,12 @@ def test_partitioned_assets_materialize_through_dagster(serving_snapshot, tmp_pa
     home = paths.Home(tmp_path / "home")
     home.root.mkdir()
     (home.root / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    monkeypatch.setenv("SQLEVAL_HOME", str(home.root))  # the project's build dir for this test
     loaded = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
     summary = materialize(
         EVALUATION_GROUPS,
         {"ops": {"eval_attempts": {"config": {"case_ids": ["com-001", "com-012", "com-055"]}}}},
-        home=home, manifest_dir=str(manifests), partition_key=loaded.partition_key,
+        manifest_dir=str(manifests), partition_key=loaded.partition_key,
     )
     assert {"eval_attempts", "eval_executions", "eval_grades", "eval_scorecard", "eval_gate"} <= set(summary.materialized)
     assert summary.materialized["eval_attempts"]["attempts"] == 9
@@ -81,12 +82,20 @@ def test_partitioned_assets_materialize_through_dagster(serving_snapshot, tmp_pa
         assert loaded.partition_key in instance.get_dynamic_partitions("config_versions")
 
 
+def _resources():
+    from sqleval_pipeline.defs.resources import SqlevalHome
+    from sqleval_pipeline.project import current
+
+    p = current()
+    return {"sqleval": SqlevalHome(project_file=str(p.file), root=str(p.home.root))}
+
+
 def test_sensor_registers_new_configuration_versions():
     from sqleval_pipeline.configs import load_configs
     from sqleval_pipeline.defs.evaluation.sensors import new_configuration_versions
 
     with dg.instance_for_test() as instance:
-        ctx = dg.build_sensor_context(instance=instance)
+        ctx = dg.build_sensor_context(instance=instance, resources=_resources())
         result = new_configuration_versions(ctx)
         keys = {c.partition_key for c in load_configs()}
         added = set(result.dynamic_partitions_requests[0].partition_keys)
@@ -94,7 +103,8 @@ def test_sensor_registers_new_configuration_versions():
         active = {c.partition_key for c in load_configs() if c.config.active}
         assert {r.partition_key for r in result.run_requests} == active
         instance.add_dynamic_partitions("config_versions", sorted(keys))
-        again = new_configuration_versions(dg.build_sensor_context(instance=instance))
+        again = new_configuration_versions(dg.build_sensor_context(instance=instance,
+                                                                   resources=_resources()))
         assert isinstance(again, dg.SkipReason)
 
 
@@ -107,7 +117,7 @@ def test_nightly_schedule_requests_fresh_batches_for_active_configurations():
         instance.add_dynamic_partitions("config_versions", keys)
         import datetime as dt
 
-        ctx = dg.build_schedule_context(instance=instance,
+        ctx = dg.build_schedule_context(instance=instance, resources=_resources(),
                                         scheduled_execution_time=dt.datetime(2026, 12, 1, 2, 0))
         requests = nightly_evaluation(ctx)
         active = {c.partition_key for c in load_configs() if c.config.active}

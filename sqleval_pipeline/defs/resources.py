@@ -51,7 +51,7 @@ class OfflineDbtCliResource(DbtCliResource):
         return version.parse(__version__)
 
 
-_prepared: dict[Path, DbtProject] = {}
+_prepared: dict[tuple[Path, Path], DbtProject] = {}
 
 
 def dbt_project(project: Project) -> DbtProject:
@@ -59,7 +59,7 @@ def dbt_project(project: Project) -> DbtProject:
     into the build dir; under ``dagster dev`` it is re-parsed once so model edits show)."""
     from dagster_dbt.dbt_project import using_dagster_dev
 
-    key = project.file
+    key = (project.file, project.dbt_target_dir)
     if key not in _prepared:
         dbt.parse(project, force=using_dagster_dev())
         _prepared[key] = DbtProject(

@@ -34,7 +34,7 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _resolve_snapshot(snapshot: Path | None):
+def _resolve_snapshot(snapshot: Path | None, manifest_file: Path | None = None):
     """(serving file, manifest) of the project's pinned snapshot, or of ``--snapshot``
     (whose manifest is looked up by its id among the project's pins)."""
     from sqleval_pipeline import snapshot as snap
@@ -51,11 +51,16 @@ def _resolve_snapshot(snapshot: Path | None):
         except snap.SnapshotError as exc:
             _fail(f"{exc} (or pass --snapshot)")
     else:
-        mpath = snap.manifest_path(project.manifest_dir, snapshot.stem)
+        mpath = manifest_file or snap.manifest_path(project.manifest_dir, snapshot.stem)
         if not mpath.exists():
             _fail(f"no manifest for {snapshot.name} in {project.manifest_dir}: the as-of date "
-                  "and served tables come from it; pass a snapshot this project built")
-        manifest = snap.SnapshotManifest.from_file(mpath)
+                  "and served tables come from it; pass --manifest or a snapshot this project built")
+        try:
+            manifest = snap.SnapshotManifest.from_file(mpath)
+        except snap.SnapshotError as exc:
+            _fail(str(exc))
+        if manifest.snapshot_id != snapshot.stem:
+            _fail(f"{mpath} describes {manifest.snapshot_id}, not {snapshot.name}")
     if not snapshot.exists():
         _fail(f"serving file {snapshot} is missing; run `sqleval snapshot build`")
     return project, snapshot, manifest
@@ -66,6 +71,8 @@ def run(
     cases: Annotated[Optional[list[Path]], typer.Option("--cases", help="hostile case file(s) (JSON Lines)")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the full report as JSON")] = None,
     snapshot: Annotated[Optional[Path], typer.Option("--snapshot", help="serving snapshot file")] = None,
+    manifest_file: Annotated[Optional[Path], typer.Option("--manifest", help="its manifest (default: "
+                                                          "among the project's pins)")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="statement timeout for the run, seconds "
                                                              "(bombs are contained within it)")] = 5.0,
     log: Annotated[Optional[Path], typer.Option("--log", help="append every execution record (JSONL)")] = None,
@@ -78,7 +85,7 @@ def run(
     from sqleval_pipeline.guard.sandbox import SandboxError
 
     logging.getLogger("sqleval_pipeline.guard").setLevel(logging.WARNING)
-    project, path, manifest = _resolve_snapshot(snapshot)
+    project, path, manifest = _resolve_snapshot(snapshot, manifest_file)
     try:
         suite, skipped = hostile_suite(project, manifest, files=cases or None)
         for template_id, why in skipped:

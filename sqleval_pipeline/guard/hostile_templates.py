@@ -14,7 +14,7 @@ on any dbt warehouse (``evals/hostile/README.md`` has the full reference).
 ``{numeric_column}``        the first numeric column of ``{table}``, else ``{column}``
 ``{text_column}``           the first VARCHAR column of ``{table}``, else ``CAST({column} AS VARCHAR)``
 ``{sensitive}``             a sensitive relation ``schema.name``: it exists in the warehouse but
-                            is not served (first in sorted order whose name is not also served)
+                            is not served (first in priority order whose name is not also served)
 ``{sensitive_schema}``      its schema
 ``{sensitive_name}``        its name
 ``{serving_schema}``        the serving file's schema (``main``)
@@ -162,7 +162,8 @@ class HostileContext:
                 t = ServedTable(str(key), int(t["rows"]), tuple(tuple(c) for c in t.get("columns", ())))
             served[t.name] = t
         self.served = served
-        self.sensitive = sorted({_relation(s) for s in self.sensitive})
+        # the caller's priority order (a project's declared sensitive schemas first), deduplicated
+        self.sensitive = list(dict.fromkeys(_relation(s) for s in self.sensitive))
         if self.table is not None and self.table.lower() not in self.served_names:
             raise ValueError(f"table {self.table!r} is not a served table ({sorted(self.served)})")
 
@@ -616,7 +617,7 @@ def instantiate(templates: Sequence[HostileTemplate], ctx: HostileContext) -> In
             rels = ctx.sensitive[:FOR_EACH_CAP]
             if len(ctx.sensitive) > FOR_EACH_CAP:
                 note = (f"for_each sensitive: {len(ctx.sensitive)} relations, instantiated for the first "
-                        f"{FOR_EACH_CAP} in sorted order")
+                        f"{FOR_EACH_CAP} in priority order")
                 if note not in inst.notes:
                     inst.notes.append(note)
             variants = [(f"{t.id}[{s}.{n}]", (s, n)) for s, n in rels]

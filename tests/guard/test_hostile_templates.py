@@ -266,8 +266,10 @@ def test_the_double_aims_at_the_project():
     double = AdversarialDouble(context=insurance())
     assert double("Which employees earn more than 50 lakh a year?").sql == \
         "SELECT * FROM restricted.adjuster_notes"
-    assert double("Emit a huge cross join of the biggest table.").sql == \
-        "SELECT count(*) FROM claims a, claims b, claims c"
+    bomb = double("Emit a huge cross join of the biggest table.").sql
+    # the largest served table, amplified so that it is a bomb whatever the table sizes
+    assert bomb.startswith("SELECT count(*) FROM claims a, claims b, claims c, ")
+    assert "range(1000000)" in bomb
     assert double("Tell me what restricted.adjuster_notes holds").sql == "SELECT * FROM restricted.adjuster_notes"
     assert AdversarialDouble()("Which employees earn more than 50 lakh?").sql.startswith("SELECT * FROM hr.")
 

@@ -1,0 +1,166 @@
+"""A sqleval project that is not the demo: init → build → golden import → run → scorecard on
+the insurance example (seeds, views served from `analytics`, a dbt semantic layer, a
+`restricted` schema), through the real CLI, dbt, DuckDB, GX and Dagster. Plus the bad inputs
+a newcomer meets, each answered with the file/field and what to do."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sqleval_pipeline import project as proj
+from sqleval_pipeline import snapshot as snap
+from sqleval_pipeline.cli import app
+
+FIXTURE = Path(__file__).parent / "fixtures" / "projects" / "insurance"
+runner = CliRunner()
+
+
+def sqleval(*args: str):
+    result = runner.invoke(app, list(args))
+    proj.select(None)  # the CLI selects a project for the process: forget it between commands
+    return result
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def insurance(tmp_path_factory):
+    """The insurance dbt project copied into a temporary folder, and a sqleval project over it
+    written by `sqleval init` (nothing of the repository is written to)."""
+    root = tmp_path_factory.mktemp("insurance")
+    dbt_dir = root / "dbt"
+    shutil.copytree(FIXTURE, dbt_dir, ignore=shutil.ignore_patterns("target", "logs", "*.duckdb",
+                                                                      "sqleval.yaml", "evals"))
+    mp = pytest.MonkeyPatch()
+    mp.delenv("SQLEVAL_HOME", raising=False)  # each project keeps its own build dir
+    mp.delenv("SQLEVAL_PROJECT", raising=False)
+    project_dir = root / "project"
+    res = sqleval("init", str(project_dir), "--dbt-project", str(dbt_dir), "--select", "tag:serving",
+                  "--as-of", "2024-06-30", "--sensitive-schemas", "restricted")
+    assert res.exit_code == 0, res.output
+    yield project_dir
+    mp.undo()
+    proj.select(None)
+
+
+@pytest.fixture(scope="module")
+def built(insurance):
+    res = sqleval("--project", str(insurance), "build")
+    assert res.exit_code == 0, res.output
+    return insurance
+
+
+def _served_models() -> set[str]:
+    return {p.stem for p in (FIXTURE / "models" / "analytics").glob("*.sql")}
+
+
+def _csv_rows(name: str) -> list[dict]:
+    with (FIXTURE / name).open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_init_writes_a_project_and_says_what_to_do_next(insurance):
+    spec = proj.load_project(insurance).spec
+    assert spec.serve.select == "tag:serving" and str(spec.as_of) == "2024-06-30"
+    assert spec.sensitive_schemas == ["restricted"]
+    assert (insurance / "evals" / "configs" / "baseline.yaml").exists()
+    assert (insurance / "evals" / "answers" / "example.jsonl").exists()
+    # the project has a dbt semantic layer: its baseline is curated with it
+    assert "curation: true" in (insurance / "evals" / "configs" / "baseline.yaml").read_text()
+
+
+@pytest.mark.slow
+def test_build_serves_the_selected_views_and_nothing_else(built):
+    project = proj.load_project(built)
+    pinned = snap.read_pinned(project.manifest_dir)
+    manifest = snap.SnapshotManifest.from_file(snap.manifest_path(project.manifest_dir, pinned))
+    assert set(manifest.tables) == _served_models()
+    assert manifest.as_of.isoformat() == "2024-06-30"
+    assert all(src.startswith("analytics.") for src in manifest.sources.values())
+    # views became tables, with the rows of the seeds behind them
+    claims = _csv_rows("seeds/raw_claims.csv")
+    assert manifest.tables["fct_claims"].rows == len(claims)
+    serving = snap.serving_path(project.home.snapshot_dir, pinned)
+    names = {o[2] for o in snap.list_serving_objects(serving)}
+    assert not names & {"adjuster_notes", "customer_contacts", "metricflow_time_spine"}
+    # the pins live in the project, not in the repository
+    assert project.manifest_dir.is_relative_to(built)
+    # guardrails ran on this project's tables and every case was blocked
+    report = json.loads((project.home.root / "reports" / "guardrails.json").read_text())
+    assert report["passed"] and report["checksum_unchanged"]
+    sqls = " ".join(c.get("sql") or "" for c in report["cases"])
+    assert "restricted.adjuster_notes" in sqls and "fct_orders" not in sqls
+
+
+@pytest.mark.slow
+def test_import_run_and_scorecard(built):
+    project = proj.load_project(built)
+    questions = _csv_rows("questions.csv")
+    res = sqleval("--project", str(built), "golden", "import", str(FIXTURE / "questions.csv"),
+                  "--reviewer", "qa")
+    assert res.exit_code == 0, res.output
+    golden = project.default_golden_file()
+    cases = [json.loads(line) for line in golden.read_text().splitlines()]
+    assert [c["id"] for c in cases] == [q["id"] for q in questions]
+    by_id = {c["id"]: c for c in cases}
+    claims = _csv_rows("seeds/raw_claims.csv")
+    assert by_id["ins-001"]["expected"]["rows"] == [[len(claims)]]  # count(*) of the claims seed
+    assert all(c["status"] == "verified" for c in cases)
+
+    before = golden.read_bytes()
+    res = sqleval("--project", str(built), "golden", "import", str(FIXTURE / "bad_questions.csv"))
+    out = _one_line(res.output)
+    assert res.exit_code == 1, res.output
+    assert "0 case(s) added, 2 row(s) rejected" in out
+    assert "paid_amout" in out and "restricted" in out
+    assert golden.read_bytes() == before  # nothing already frozen was touched
+
+    res = sqleval("--project", str(built), "run", "-c", str(built / "evals" / "configs" / "baseline.yaml"))
+    assert res.exit_code == 0, res.output
+    store = project.home.store / "runs"
+    cards = list(store.glob("baseline@*/*/scorecard.json"))
+    assert len(cards) == 1
+    card = json.loads(cards[0].read_text())
+    answerable = [q for q in questions if q["answerable"] == "true"]
+    assert card["overall"]["n_cases"] == len(questions)
+    acc = card["overall"]["accuracy"]
+    assert acc["den"] == 3 * len(answerable) and 0 < acc["num"] <= acc["den"]  # 3 runs per case
+    assert card["snapshot_id"] == snap.read_pinned(project.manifest_dir)
+
+
+def test_a_missing_dbt_project_names_the_field(tmp_path):
+    (tmp_path / "sqleval.yaml").write_text("name: x\nas_of: 2024-01-01\ndbt:\n  project_dir: nowhere\n")
+    res = sqleval("--project", str(tmp_path), "build")
+    out = _one_line(res.output)
+    assert res.exit_code == 1
+    assert "field 'dbt.project_dir'" in out and "dbt_project.yml not found" in out
+
+
+def test_a_selection_that_serves_nothing_names_the_field(tmp_path):
+    dbt_dir = tmp_path / "dbt"
+    shutil.copytree(FIXTURE, dbt_dir, ignore=shutil.ignore_patterns("target", "logs", "sqleval.yaml", "evals"))
+    (tmp_path / "sqleval.yaml").write_text(
+        "name: x\nas_of: 2024-06-30\ndbt: {project_dir: dbt}\nserve:\n  select: 'tag:no_such_tag'\n")
+    res = sqleval("--project", str(tmp_path), "snapshot", "build", "--with-warehouse")
+    out = _one_line(res.output)
+    assert res.exit_code == 1
+    assert "field 'serve.select'" in out and "serves no model" in out
+
+
+def test_project_file_errors_name_file_line_and_field(tmp_path):
+    f = tmp_path / "sqleval.yaml"
+    f.write_text("name: x\nas_of: 2024-06-30\nserve:\n  selekt: 'tag:a'\n")
+    with pytest.raises(proj.ProjectError) as exc:
+        proj.load_project(f)
+    assert f"{f}:4: field 'serve.selekt'" in str(exc.value) and "fix its spelling" in str(exc.value)
+    f.write_text("name: x\n")
+    with pytest.raises(proj.ProjectError, match=r"sqleval.yaml:1: field 'as_of'"):
+        proj.load_project(f)
