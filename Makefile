@@ -4,7 +4,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-export SQLEVAL_HOME ?= $(CURDIR)/.sqleval
+# The project the commands work on: the bundled demo unless SQLEVAL_PROJECT names another
+# (a directory holding sqleval.yaml). Its build outputs go to its own build dir (.sqleval/).
+PROJECT_DIR := $(abspath $(if $(SQLEVAL_PROJECT),$(SQLEVAL_PROJECT),$(CURDIR)))
+DAGSTER_HOME_DIR = $(shell SQLEVAL_PROJECT=$(PROJECT_DIR) $(BIN)/python -c "from sqleval_pipeline.project import current; print(current().home.dagster_home)")
+HOST ?= 127.0.0.1
+PORT ?= 3000
 export DBT_SEND_ANONYMOUS_USAGE_STATS := false
 export DO_NOT_TRACK := 1
 export NO_PROXY := 127.0.0.1,localhost
@@ -14,9 +19,9 @@ export NO_PROXY := 127.0.0.1,localhost
 help:
 	@echo "make demo   build the warehouse and snapshot, verify the golden set, run the main job"
 	@echo "make test   run the test suite (installs .venv from requirements.lock when missing)"
-	@echo "make ui     open the Dagster UI on the same instance the CLI records runs in"
+	@echo "make ui     open the Dagster UI on the instance the CLI records runs in (HOST, PORT, SQLEVAL_PROJECT)"
 	@echo "make bench  run the benchmarks under benchmarks/"
-	@echo "make clean  remove build outputs (.sqleval, dbt target); keeps .venv"
+	@echo "make clean  remove the demo's build outputs (.sqleval, dbt target and logs); keeps .venv"
 
 install: $(STAMP)
 
@@ -33,12 +38,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 ui: $(STAMP)
-	@mkdir -p $(SQLEVAL_HOME)/dagster_home
-	@test -f $(SQLEVAL_HOME)/dagster_home/dagster.yaml || printf 'telemetry:\n  enabled: false\n' > $(SQLEVAL_HOME)/dagster_home/dagster.yaml
-	PATH=$(CURDIR)/$(BIN):$$PATH DAGSTER_HOME=$(SQLEVAL_HOME)/dagster_home $(BIN)/dagster dev -w workspace.yaml
+	@dh="$(DAGSTER_HOME_DIR)"; mkdir -p "$$dh"; \
+	test -f "$$dh/dagster.yaml" || printf 'telemetry:\n  enabled: false\n' > "$$dh/dagster.yaml"; \
+	cd "$(PROJECT_DIR)" && PATH=$(CURDIR)/$(BIN):$$PATH DAGSTER_HOME="$$dh" \
+	  SQLEVAL_PROJECT="$(PROJECT_DIR)" $(CURDIR)/$(BIN)/dagster dev -w $(CURDIR)/workspace.yaml -h $(HOST) -p $(PORT)
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(SQLEVAL_HOME) dbt_project/target dbt_project/logs logs
+	rm -rf .sqleval dbt_project/target dbt_project/logs logs

@@ -7,7 +7,7 @@ Reports, in one run and interleaved query by query:
 * guarded execution (filter → pinned clock → sandboxed worker → cap) against raw DuckDB
   execution of the same (clock-pinned) SQL — median, p95 and the median ratio. Raw is
   measured two ways: on one warm connection held open (the cheapest possible), and with a
-  short-lived read-only connection per query (what STACK.md prescribes for anything that
+  short-lived read-only connection per query (what is required for anything that
   must not hold the file);
 * the statement filter's own cost per query (median, p95);
 * worker-pool throughput in queries/second, one client thread per worker;

@@ -1,4 +1,4 @@
-"""Configurations of the system under test, and their versions (SPEC §1, §7).
+"""Configurations of the system under test, and their versions (docs/configurations.md).
 
 A configuration is a YAML file under ``evals/configs/``. Its *version* is a short hash of its
 canonical content — the parsed model dumped as sorted JSON, so reformatting or reordering the
@@ -139,6 +139,8 @@ class Configuration(_Strict):
     active: bool = Field(default=True, description="re-evaluated by the nightly schedule")
     baseline: str | None = Field(default=None, description="name of the configuration to diff and gate against")
     tuned_on_dev: bool = Field(default=False, description="label dev accuracy as tuned")
+    tuned_on_heldout: bool = Field(default=False, description="label held-out accuracy as tuned "
+                                   "too (its cases were read while the system was built)")
 
     @field_validator("runs")
     @classmethod
@@ -149,6 +151,18 @@ class Configuration(_Strict):
                 "flip rate); set allow_fewer_runs: true to override deliberately"
             )
         return v
+
+    @field_validator("dialect")
+    @classmethod
+    def _dialect(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        from sqleval_pipeline.dialect import TranspileError, resolve_dialect
+
+        try:
+            return resolve_dialect(v)
+        except TranspileError as exc:
+            raise ValueError(str(exc)) from None
 
     @model_validator(mode="after")
     def _check(self) -> Configuration:
@@ -197,7 +211,7 @@ class ConfigError(ValueError):
 
 #: fields that do not change what the system under test answers
 NON_DEFINING_FIELDS = ("description", "active", "concurrency", "timeout_s", "max_retries",
-                       "judge", "judge_model", "baseline", "tuned_on_dev")
+                       "judge", "judge_model", "baseline", "tuned_on_dev", "tuned_on_heldout")
 
 
 def canonical_json(data: Any) -> str:

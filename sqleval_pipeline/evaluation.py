@@ -181,10 +181,24 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
     log_path.unlink(missing_ok=True)
     with GuardedExecutor(env.serving, as_of=env.as_of, policy=env.policy(loaded.config.guard or None),
                          log_path=log_path) as guard:
+        dialect = loaded.config.dialect
+
         def one(a: Attempt) -> Execution:
-            res = guard.execute(a.sql, log_extra={"config_version": a.config_version,
-                                                  "case_id": a.case_id, "run_index": a.run_index})
-            return res.to_execution(a.config_version, a.case_id, a.run_index)
+            sql, executed = a.sql, None
+            if dialect:  # the system answers in another dialect: DuckDB's text goes to the guard
+                from sqleval_pipeline.dialect import TranspileError, to_duckdb
+
+                try:
+                    sql = executed = to_duckdb(a.sql, dialect)
+                except TranspileError as exc:
+                    return Execution(config_version=a.config_version, case_id=a.case_id,
+                                     run_index=a.run_index, status="error", error_source="sql",
+                                     error_code="transpile_failed",
+                                     error_message=f"cannot transpile from {dialect}: {exc}")
+            res = guard.execute(sql, log_extra={"config_version": a.config_version,
+                                                "case_id": a.case_id, "run_index": a.run_index})
+            ex = res.to_execution(a.config_version, a.case_id, a.run_index)
+            return ex.model_copy(update={"executed_sql": executed}) if executed else ex
 
         executions: list[Execution] = []
         # one thread per warm worker keeps the pool busy; map keeps the attempts' order
@@ -317,6 +331,7 @@ def stage_scorecard(env: Environment, loaded: LoadedConfig, batch: BatchInfo):
     diagnoses = load_artifact(dpath, Diagnosis) or []
     card: Scorecard = build_scorecard(grades, diagnoses, config_version=loaded.version,
                                       tuned=loaded.config.tuned_on_dev,
+                                      tuned_heldout=loaded.config.tuned_on_heldout,
                                       label=loaded.partition_key)
     card.save(env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json"))
     return card
@@ -368,7 +383,7 @@ def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
                          comparison.model_dump(mode="json"))
     env.store.write_json(batch.partition_key, batch.batch_id, "gate.json",
                          result.model_dump(mode="json"))
-    # SPEC §5 calibrated refusal: do the stricter configuration's refusals earn their keep?
+    # Calibrated refusal (docs/grading.md): do the stricter configuration's refusals earn their keep?
     env.store.write_json(batch.partition_key, batch.batch_id, "calibrated_refusal.json",
                          calibrated_refusal(base_card, card).model_dump(mode="json"))
     return comparison, result, base_loaded.partition_key

@@ -1,4 +1,4 @@
-"""Result comparison and outcomes (SPEC §4).
+"""Result comparison and outcomes (docs/grading.md).
 
 Two readings, both always computed:
 
@@ -1806,7 +1806,7 @@ def grade_against(case: Case, got: ResultSet) -> Comparison:
 def grade_attempt(
     case: Case, attempt: Attempt, execution: Execution | None, *, grader_version: str = GRADER_VERSION
 ) -> Grade:
-    """The outcome of one attempt (SPEC §4 table), with the reason kept.
+    """The outcome of one attempt (outcome table, docs/grading.md), with the reason kept.
 
     - provider/harness errors → ERROR (outside the denominator);
     - should-refuse case: a refusal → DEFERRED_CORRECTLY, any SQL → WRONG (even when the

@@ -128,6 +128,9 @@ class Execution(AttemptKey):
     error_source: Literal["sql", "harness"] | None = None
     error_code: str | None = None
     error_message: str | None = None
+    executed_sql: str | None = Field(default=None, description="the DuckDB text that ran, when the "
+                                     "configuration declares another dialect (the attempt keeps "
+                                     "the system's own text)")
 
     @field_validator("result", mode="before")
     @classmethod

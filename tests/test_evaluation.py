@@ -200,3 +200,46 @@ def test_a_model_backed_configuration_runs_end_to_end_against_a_loopback_provide
     assert sum(a.retries for a in attempts) == 1 and res.provider_calls == 10
     executions = load_records(env.store.artifact(loaded.partition_key, res.batch.batch_id, "executions.parquet"), Execution)
     assert {e.layer for e in executions if e.case_id == "com-002"} == {"filter"}
+
+
+def test_a_configuration_in_another_dialect_is_transpiled_before_the_guard(env, tmp_path):
+    """Snowflake SQL from the system under test: transpiled to DuckDB, both texts kept; a text
+    that cannot be transpiled is its own recorded reason (the system's fault: WRONG)."""
+    import json
+
+    answers = tmp_path / "answers.jsonl"
+    sql = {0: "SELECT IFF(TRUE, COUNT(*), 0) AS upi_orders FROM fct_orders WHERE payment_method = 'unified_payments'",
+           1: "SELECT COUNT(*) AS upi_orders FROM fct_orders WHERE payment_method = 'unified_payments' QUALIFY",
+           2: "SELECT COUNT(*) AS upi_orders FROM fct_orders WHERE payment_method ILIKE 'unified%'"}
+    answers.write_text("".join(json.dumps({"case_id": "com-012", "run_index": r, "sql": s}) + "\n"
+                               for r, s in sql.items()))
+    cfg = tmp_path / "sf.yaml"
+    cfg.write_text(f"name: snowflake-sut\ngenerator: {{kind: recorded, path: {answers}}}\n"
+                   "context: {curation: false}\ndialect: snowflake\n")
+    loaded = load_config(cfg, tmp_path, project=env.project)
+    res = ev.evaluate(env, loaded, case_ids=["com-012"], runs=3)
+    folder = env.store.batch_dir(loaded.partition_key, res.batch.batch_id)
+    attempts = {a.run_index: a for a in load_records(folder / "attempts.parquet", Attempt)}
+    executions = {e.run_index: e for e in load_records(folder / "executions.parquet", Execution)}
+    grades = {g.run_index: g for g in load_records(folder / "grades.parquet", Grade)}
+    assert attempts[0].sql == sql[0]  # the system's own text is kept on the attempt
+    assert "IFF" not in executions[0].executed_sql.upper() and executions[0].status == "ok"
+    assert executions[1].status == "error" and executions[1].error_code == "transpile_failed"
+    assert "snowflake" in executions[1].error_message
+    assert executions[2].status == "ok"
+    assert [grades[r].outcome for r in range(3)] == ["CORRECT", "WRONG", "CORRECT"]
+
+
+def test_an_unrelated_broken_configuration_does_not_stop_another(env, tmp_path):
+    import dataclasses
+
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    shutil.copy(paths.EVALS_DIR / "configs" / "baseline_raw.yaml", configs / "raw.yaml")
+    (configs / "broken.yaml").write_text("name: broken\ngenerator: {kind: recorded, path: missing.jsonl}\n"
+                                         "runs: 1\n")
+    env2 = dataclasses.replace(env, configs_dir=configs)
+    raw = load_config(configs / "raw.yaml", project=env.project)
+    assert ev.find_config(env2, raw.partition_key).name == "baseline-raw"
+    with pytest.raises(ev.EvaluationError, match=r"broken.yaml.*runs"):
+        ev.find_config(env2, "broken@00000000")

@@ -3,7 +3,7 @@
 The model is pinned by the configuration; the answer is validated by the SDK against
 :class:`ClaudeAnswer` (``kind`` = ``"sql"`` | ``"refusal"``, ``sql``, ``refusal_reason``).
 Anthropic 2.14 has no temperature parameter, so every output records ``temperature=None``
-and ``temperature_settable=False`` rather than pretending (STACK.md).
+and ``temperature_settable=False`` rather than pretending.
 
 The SDK's own retries are off (``max_retries=0``): the attempt runner retries, through
 :func:`~sqleval_pipeline.generation.retry.call_with_retries`, so a retry is visible and

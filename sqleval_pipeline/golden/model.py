@@ -1,4 +1,4 @@
-"""The golden-set case model (SPEC §2).
+"""The golden-set case model (docs/golden-set.md).
 
 One case per JSON line. ``expected`` holds the *encoded* result (see
 :mod:`sqleval_pipeline.results`) frozen by ``sqleval golden freeze``; never type it by hand.

@@ -1,4 +1,4 @@
-"""Counts of the golden set per difficulty × band × split, and SPEC §2 coverage rules."""
+"""Counts of the golden set per difficulty × band × split, and its coverage rules (docs/golden-set.md)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def stats_markdown(cases: list[Case], difficulties: tuple[str, ...] | None = Non
 
 
 def validate_coverage(cases: list[Case], difficulties: tuple[str, ...] | None = None) -> list[str]:
-    """Shortfalls against SPEC §2 (at least 30 verified cases spread across every difficulty
+    """Shortfalls against the coverage rules (docs/golden-set.md) (at least 30 verified cases spread across every difficulty
     and band, and held-out cases present); empty when the set is adequate."""
     verified = [c for c in cases if c.status == "verified"]
     problems = []

@@ -1,4 +1,4 @@
-"""Guarded execution of untrusted SQL (SPEC §3)."""
+"""Guarded execution of untrusted SQL (docs/guardrails.md)."""
 
 import logging
 

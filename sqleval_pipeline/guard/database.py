@@ -1,7 +1,7 @@
 """Layer 2, the database: the serving snapshot opened read-only, locked down, one connection per query.
 
 :func:`open_guarded_database` opens the serving file read-only and applies, in this order
-(STACK.md: ``temp_directory`` cannot be changed once external access is off; the lock comes
+(measured: ``temp_directory`` cannot be changed once external access is off; the lock comes
 last), as *global* settings so that every connection derived from it inherits them:
 
 1. ``temp_directory=''`` at connect time (no spilling: the guard never writes to disk)

@@ -1,6 +1,6 @@
 """Guarded execution: the one entry point that runs untrusted SQL through every layer.
 
-Order (SPEC §3): **statement filter** → **pinned clock** (the pinned text is filtered again
+Order (docs/guardrails.md): **statement filter** → **pinned clock** (the pinned text is filtered again
 and must hold no clock call) → **database** (read-only, locked, fresh connection) inside the
 **process sandbox** (address-space limit, wall-clock kill) → **result cap** (at most
 ``row_cap`` rows, truncation flagged, oversized results refused). The first layer that

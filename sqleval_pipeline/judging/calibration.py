@@ -1,4 +1,4 @@
-"""Judge calibration (SPEC §6): how far each judge agrees with human labels, and with each other.
+"""Judge calibration (docs/configurations.md, judges): how far each judge agrees with human labels, and with each other.
 
 Human labels
 ------------
@@ -25,7 +25,7 @@ What is reported
 ----------------
 For each judge: how many labelled attempts it diagnosed (``n``), the agreement rate, Cohen's
 kappa (agreement corrected for chance, :func:`cohens_kappa`), the human × judge confusion
-table, and a status — ``calibrated`` when ``n >= 20`` (SPEC: at least 20 to start), otherwise
+table, and a status — ``calibrated`` when ``n >= 20`` (at least 20 to start), otherwise
 ``uncalibrated (n < 20)``: its categories are then shown but must not be trusted. For each pair
 of judges: the disagreement table over the attempts both diagnosed (category pairs, counts,
 example attempt keys).

@@ -1,4 +1,4 @@
-"""The LLM judge (SPEC §6): Claude diagnoses a failed attempt through ``messages.parse``.
+"""The LLM judge (docs/configurations.md, judges): Claude diagnoses a failed attempt through ``messages.parse``.
 
 The judge renders the published, versioned prompt ``evals/prompts/judge_v1.j2`` with what a
 reviewer needs — the question, the reference SQL, the system's SQL (or its refusal reason),

@@ -1,4 +1,4 @@
-"""Scorecards, paired diffs and the regression gate (SPEC §5, §7). Free of Dagster imports.
+"""Scorecards, paired diffs and the regression gate (docs/grading.md, docs/configurations.md). Free of Dagster imports.
 
 >>> from sqleval_pipeline.scoring import build_scorecard, diff, gate, load_decisions  # doctest: +SKIP
 """

@@ -1,4 +1,4 @@
-"""Paired comparison of two scorecards (SPEC §5, §7).
+"""Paired comparison of two scorecards (docs/grading.md, docs/configurations.md).
 
 Cases are paired by id. A case *passes* when more than half of its graded runs succeeded
 (CORRECT, CORRECT_FACTS, or DEFERRED_CORRECTLY on a should-refuse case). Metric deltas get

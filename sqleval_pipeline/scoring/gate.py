@@ -1,4 +1,4 @@
-"""Regression gate (SPEC §7).
+"""Regression gate (docs/configurations.md).
 
 The gate fails when, on the paired cases of the pinned set, the candidate's accuracy is below
 the baseline's — or, with ``fail_on_case_regression``, when any case that passed in the

@@ -36,7 +36,9 @@ def fmt_rate(r: Rate | None) -> str:
 
 def _slice_rows(sc: Scorecard) -> list[tuple[str, SliceMetrics]]:
     rows = [("overall", sc.overall)]
-    rows += [(f"split {k}" + (" (tuned)" if sc.tuned and k == "dev" else ""), v) for k, v in sc.by_split.items()]
+    rows += [(f"split {k}" + (" (tuned)" if (sc.tuned and k == "dev")
+                                or (sc.tuned_heldout and k == "heldout") else ""), v)
+             for k, v in sc.by_split.items()]
     rows += [(f"band {k}", v) for k, v in sc.by_band.items()]
     rows += [(f"difficulty {k}", v) for k, v in sc.by_difficulty.items()]
     return rows

@@ -1,4 +1,4 @@
-"""The scorecard of one configuration version (SPEC §5).
+"""The scorecard of one configuration version (docs/grading.md).
 
 Definitions (per attempt, ERROR attempts and ungraded attempts excluded everywhere except the
 error count):
@@ -174,6 +174,8 @@ class Scorecard(BaseModel):
     grader_version: str
     snapshot_id: str | None
     tuned: bool = Field(description="measured after tuning on these same cases")
+    tuned_heldout: bool = Field(False, description="the held-out split was read while the system "
+                                "was tuned: its accuracy is not a blind estimate either")
     label: str | None = None
     runs: list[int]
     n_cases: int
@@ -397,6 +399,7 @@ def build_scorecard(
     *,
     config_version: str | None = None,
     tuned: bool = False,
+    tuned_heldout: bool = False,
     label: str | None = None,
     seed: int = stats.DEFAULT_SEED,
     resamples: int = stats.DEFAULT_RESAMPLES,
@@ -440,8 +443,11 @@ def build_scorecard(
         notes.append("no held-out cases: every accuracy here is a dev-set number")
     if tuned:
         notes.append("tuned: measured after tuning on these same cases; not an estimate of new-question accuracy")
+    if tuned_heldout:
+        notes.append("held-out tuned: the held-out cases were read while the system was tuned; "
+                     "its held-out accuracy is not a blind estimate (add fresh held-out cases)")
     if len(runs) < 3:
-        notes.append(f"only {len(runs)} run(s): SPEC asks for at least 3 (mean, spread and flip rate need them)")
+        notes.append(f"only {len(runs)} run(s): at least 3 are required (mean, spread and flip rate need them)")
     incomplete = [c.case_id for c in cases if len(c.runs) != len(runs)]
     if incomplete:
         notes.append(f"{len(incomplete)} case(s) miss some runs, e.g. {incomplete[:3]}")
@@ -482,6 +488,7 @@ def build_scorecard(
         grader_version=gv[0],
         snapshot_id=snaps[0] if snaps else None,
         tuned=tuned,
+        tuned_heldout=tuned_heldout,
         label=label,
         runs=runs,
         n_cases=len(cases),
@@ -525,7 +532,7 @@ class CalibratedRefusal(BaseModel):
 
 
 def calibrated_refusal(a: Scorecard, b: Scorecard, *, strict: str | None = None) -> CalibratedRefusal:
-    """SPEC §5 calibrated refusal for two configurations (the stricter defers more by default).
+    """Calibrated refusal (docs/grading.md) for two configurations (the stricter defers more by default).
 
     A case counts as declined by the strict configuration when most of its graded runs on an
     answerable case were DEFERRED_WRONGLY.

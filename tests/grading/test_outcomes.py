@@ -1,4 +1,4 @@
-"""Outcome table (SPEC §4), alternatives, grader version and wide-result column matching."""
+"""Outcome table (docs/grading.md), alternatives, grader version and wide-result column matching."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def test_writes_fail_on_the_read_only_file(root):
 
 
 def test_temp_objects_do_not_survive_the_connection(root):
-    """STACK.md: a temp view named like a real table poisons the connection — not the next one."""
+    """Measured: a temp view named like a real table poisons the connection — not the next one."""
     with fresh_connection(root) as con:
         con.execute("CREATE TEMP VIEW fct_orders AS SELECT 0 AS order_id")
         con.execute("CREATE TEMP MACRO today() AS DATE '1999-01-01'")

@@ -19,7 +19,7 @@ from sqleval_pipeline.golden.stats import stats_markdown, validate_coverage
         dg.AssetCheckSpec("reproduces_on_snapshot", asset="golden_set", blocking=True,
                           description="Every reference query returns its frozen result."),
         dg.AssetCheckSpec("coverage", asset="golden_set",
-                          description="SPEC §2 minimums per difficulty and band."),
+                          description="Minimums (docs/golden-set.md) per difficulty and band."),
     ],
 )
 def golden_set(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
