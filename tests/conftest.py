@@ -63,7 +63,7 @@ def run_dbt(args: list[str], warehouse: Path, target: Path) -> subprocess.Comple
     env = {**os.environ, "SQLEVAL_WAREHOUSE": str(warehouse)}
     return subprocess.run(
         [str(exe), *args, "--project-dir", str(paths.DBT_PROJECT_DIR), "--profiles-dir",
-         str(paths.DBT_PROJECT_DIR), "--target-path", str(target)],
+         str(paths.DBT_PROJECT_DIR), "--target-path", str(target), "--log-path", str(target / "logs")],
         cwd=paths.DBT_PROJECT_DIR, env=env, capture_output=True, text=True, check=False,
     )
 

@@ -9,8 +9,9 @@ and your development database are never touched. With ``dbt.warehouse: profile``
 uses the DuckDB file your resolved target names, as is (relative paths are relative to the
 dbt project directory, as when dbt runs there).
 
-dbt always writes its ``target/`` into ``<build>/dbt_target``, so a stale manifest in your
-dbt project can never leak into sqleval's lineage.
+dbt always writes its ``target/`` into ``<build>/dbt_target`` and its logs into
+``<build>/logs/dbt``, so a stale manifest in your dbt project can never leak into sqleval's
+lineage, and sqleval writes nothing into your dbt project.
 """
 
 from __future__ import annotations
@@ -139,7 +140,8 @@ def run_dbt(project: Project, command: list[str], *, target_path: Path | None = 
             check: bool = True) -> subprocess.CompletedProcess:
     """Run one dbt command for the project (output captured); raise DbtError on failure."""
     target = target_path or project.dbt_target_dir
-    argv = [dbt_executable(), *command, *cli_args(project), "--target-path", str(target)]
+    argv = [dbt_executable(), *command, *cli_args(project), "--target-path", str(target),
+            "--log-path", str(log_dir(project))]
     proc = subprocess.run(argv, cwd=project.dbt_project_dir, env=dbt_env(),
                           capture_output=True, text=True, check=False)
     if check and proc.returncode != 0:
@@ -149,6 +151,11 @@ def run_dbt(project: Project, command: list[str], *, target_path: Path | None = 
 
 
 # ---- manifest and selection -------------------------------------------------------------------
+
+
+def log_dir(project: Project) -> Path:
+    """dbt's logs go to the build dir too: sqleval never writes into your dbt project."""
+    return project.home.root / "logs" / "dbt"
 
 
 def manifest_path(project: Project) -> Path:

@@ -1,6 +1,5 @@
 """The project's optional raw-data step and its dbt models, built from ``sqleval.yaml``."""
 
-
 import shutil
 from collections.abc import Mapping
 from typing import Any
@@ -10,7 +9,7 @@ from dagster_dbt import DagsterDbtTranslator, dbt_assets
 
 from sqleval_pipeline.defs.resources import OfflineDbtCliResource, SqlevalHome, dbt_project
 from sqleval_pipeline.project import Project
-from sqleval_pipeline.warehouse import dbt
+from sqleval_pipeline.warehouse import dbt as dbt_core
 
 
 class ProjectTranslator(DagsterDbtTranslator):
@@ -31,7 +30,7 @@ class ProjectTranslator(DagsterDbtTranslator):
 def build_warehouse_assets(project: Project) -> tuple[list[dg.AssetsDefinition], list[dg.AssetKey]]:
     """(assets, asset keys of the served models) for the project's raw step and dbt build."""
     prepared = dbt_project(project)
-    selection = dbt.served_selection(project)
+    selection = dbt_core.served_selection(project)
     served_ids = frozenset(r.unique_id for r in selection.served)
     translator = ProjectTranslator(served_ids)
 
@@ -42,7 +41,9 @@ def build_warehouse_assets(project: Project) -> tuple[list[dg.AssetsDefinition],
         """dbt build of the project: models, seeds, data tests and unit tests."""
         target = sqleval.project.dbt_target_dir / f"dagster-{context.run_id[:8]}"
         try:
-            yield from dbt.cli(["build"], context=context, target_path=target).stream()
+            log_path = str(dbt_core.log_dir(sqleval.project))
+            yield from dbt.cli(["build", "--log-path", log_path], context=context,
+                               target_path=target).stream()
         finally:
             results = target / "run_results.json"
             if results.exists():  # the validation step reads which dbt tests ran
@@ -83,7 +84,7 @@ def _raw_step(project: Project, source_keys: list[dg.AssetKey]) -> dg.AssetsDefi
         from sqleval_pipeline.warehouse.raw import run_raw_step
 
         p = sqleval.project
-        counts = run_raw_step(p, sqleval.home.raw_dir, dbt.warehouse_path(p))
+        counts = run_raw_step(p, sqleval.home.raw_dir, dbt_core.warehouse_path(p))
         for key in source_keys:
             rows = counts.get(".".join(key.path[-2:]))
             yield dg.MaterializeResult(asset_key=key,
