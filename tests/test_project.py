@@ -164,3 +164,70 @@ def test_project_file_errors_name_file_line_and_field(tmp_path):
     f.write_text("name: x\n")
     with pytest.raises(proj.ProjectError, match=r"sqleval.yaml:1: field 'as_of'"):
         proj.load_project(f)
+
+
+def test_profile_mode_uses_the_duckdb_file_the_target_names(tmp_path, monkeypatch):
+    from sqleval_pipeline.warehouse import dbt
+
+    dbt_dir = tmp_path / "dbt"
+    shutil.copytree(FIXTURE, dbt_dir, ignore=shutil.ignore_patterns("target", "logs", "sqleval.yaml", "evals"))
+    (tmp_path / "sqleval.yaml").write_text(
+        "name: x\nas_of: 2024-06-30\ndbt: {project_dir: dbt, warehouse: profile}\n")
+    project = proj.load_project(tmp_path)
+    monkeypatch.delenv("INSURANCE_WAREHOUSE", raising=False)
+    # the fixture's profile: env_var('INSURANCE_WAREHOUSE', 'target/insurance.duckdb'),
+    # relative to the dbt project directory (where dbt runs)
+    assert dbt.warehouse_path(project) == (dbt_dir / "target" / "insurance.duckdb").resolve()
+    monkeypatch.setenv("INSURANCE_WAREHOUSE", str(tmp_path / "elsewhere.duckdb"))
+    assert dbt.warehouse_path(project) == tmp_path / "elsewhere.duckdb"
+    assert dbt.profiles_dir(project) == dbt_dir  # the user's own profiles.yml, as is
+
+
+def test_build_mode_changes_only_the_path_of_the_users_target(tmp_path, monkeypatch):
+    import yaml
+
+    from sqleval_pipeline.warehouse import dbt
+
+    dbt_dir = tmp_path / "dbt"
+    shutil.copytree(FIXTURE, dbt_dir, ignore=shutil.ignore_patterns("target", "logs", "sqleval.yaml", "evals"))
+    (tmp_path / "sqleval.yaml").write_text("name: x\nas_of: 2024-06-30\ndbt: {project_dir: dbt}\n")
+    monkeypatch.delenv("SQLEVAL_HOME", raising=False)
+    project = proj.load_project(tmp_path)
+    generated = yaml.safe_load((dbt.profiles_dir(project) / "profiles.yml").read_text())
+    user = yaml.safe_load((dbt_dir / "profiles.yml").read_text())
+    out = generated["insurance"]["outputs"]["sqleval"]
+    assert out["path"] == str(tmp_path / ".sqleval" / "warehouse.duckdb")
+    assert out["type"] == "duckdb" and out["threads"] == user["insurance"]["outputs"]["dev"]["threads"]
+    assert (dbt_dir / "profiles.yml").read_text() == (FIXTURE / "profiles.yml").read_text()
+
+
+def test_a_custom_taxonomy_is_the_one_cases_are_checked_against(tmp_path):
+    from sqleval_pipeline.golden.loader import GoldenError, load_golden
+
+    line = json.dumps({"id": "x-001", "question": "How many claims?", "reference_sql": None,
+                       "difficulty": "lookup", "band": "answerable", "cluster": "claims",
+                       "split": "dev", "status": "unverified",
+                       "provenance": {"source": "t", "author": "t"}})
+    (tmp_path / "g.jsonl").write_text(line + "\n")
+    (tmp_path / "sqleval.yaml").write_text("name: x\nas_of: 2024-06-30\n"
+                                           "taxonomy: {difficulties: [lookup, aggregate]}\n")
+    project = proj.load_project(tmp_path)
+    assert [c.id for c in load_golden(tmp_path / "g.jsonl", difficulties=project.difficulties).cases] == ["x-001"]
+    with pytest.raises(GoldenError, match=r"g.jsonl:1 field 'difficulty': 'lookup' is not in the project's taxonomy"):
+        load_golden(tmp_path / "g.jsonl", difficulties=proj.DEFAULT_DIFFICULTIES)
+
+
+def test_a_raw_data_command_runs_in_the_project_dir_with_its_paths(tmp_path):
+    from sqleval_pipeline.warehouse.raw import run_raw_step
+
+    (tmp_path / "sqleval.yaml").write_text(
+        "name: x\nas_of: 2024-06-30\nraw_data:\n  command: [sh, -c, 'pwd > {raw_dir}/where; "
+        "echo {warehouse} > {raw_dir}/wh']\n")
+    project = proj.load_project(tmp_path)
+    run_raw_step(project, tmp_path / "raw", tmp_path / "b" / "w.duckdb")
+    assert (tmp_path / "raw" / "where").read_text().strip() == str(tmp_path)
+    assert (tmp_path / "raw" / "wh").read_text().strip() == str(tmp_path / "b" / "w.duckdb")
+    (tmp_path / "sqleval.yaml").write_text(
+        "name: x\nas_of: 2024-06-30\nraw_data:\n  command: [sh, -c, 'echo boom >&2; exit 3']\n")
+    with pytest.raises(RuntimeError, match=r"(?s)exited 3.*boom"):
+        run_raw_step(proj.load_project(tmp_path), tmp_path / "raw", tmp_path / "w.duckdb")

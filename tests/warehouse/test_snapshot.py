@@ -106,3 +106,23 @@ def test_views_are_served_as_tables_in_the_serving_schema(built_warehouse, tmp_p
 def test_type_family_is_version_independent():
     assert snap.type_family("BIGINT") == snap.type_family("HUGEINT") == "integer"
     assert snap.type_family("DECIMAL(12,2)") == snap.type_family("DECIMAL(38,2)") == "decimal(2)"
+
+
+def test_a_serving_schema_of_its_own_is_what_the_guard_reads(built_warehouse, tmp_path):
+    """Unqualified names resolve in the project's serving schema; qualified with it too; the
+    rest of the guard is unchanged."""
+    from sqleval_pipeline.guard.executor import GuardedExecutor
+    from sqleval_pipeline.guard.policy import load_policy
+
+    m = snap.freeze_snapshot(built_warehouse.warehouse, tmp_path / "s", tmp_path / "m", AS_OF,
+                             schemas=("staging",), serving_schema="analytics")
+    path = snap.serving_path(tmp_path / "s", m.snapshot_id)
+    policy = load_policy(served=list(m.tables), schemas=["analytics"],
+                         overrides={"limits": {"statement_timeout_s": 5}})
+    with GuardedExecutor(path, as_of=AS_OF, policy=policy, pool_size=1) as guard:
+        plain = guard.execute("SELECT count(*) AS n FROM stg_orders")
+        qualified = guard.execute("SELECT count(*) AS n FROM analytics.stg_orders")
+        other = guard.execute("SELECT count(*) AS n FROM main.stg_orders")
+    assert plain.status == "ok" and qualified.status == "ok"
+    assert plain.result.rows == qualified.result.rows == [[m.tables["stg_orders"].rows]]
+    assert other.status != "ok"
