@@ -73,7 +73,7 @@ def environment(project: Project | None = None, *, home: paths.Home | None = Non
         raise EvaluationError(str(exc)) from exc
     if not serving.exists():
         raise EvaluationError(f"serving snapshot {serving} is missing; run `sqleval build`")
-    golden = load_golden(golden_dir or project.golden_dir, difficulties=project.difficulties)
+    golden = load_golden(golden_dir or project.golden_dir, **project.taxonomy)
     stale = sorted(c.id for c in golden.cases if c.answerable and c.snapshot_id not in (None, pinned))
     if stale:
         raise EvaluationError(f"golden cases frozen against another snapshot than {pinned}: "
@@ -149,7 +149,7 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
         template = None
         if cfg.generator.kind in ("anthropic", "openai"):
             template = env.project.root / cfg.context.prompt_template
-        builder = ContextBuilder(catalog, cfg.context, glossary, env.cases, template)
+        builder = ContextBuilder(catalog, cfg.context, glossary, env.cases, template, cfg.dialect)
         generator = make_generator(loaded, catalog, glossary, root=env.project.root)
     try:
         return run_attempts(

@@ -108,7 +108,6 @@ class ProjectPaths(_Strict):
     golden: str = "evals/golden"
     configs: str = "evals/configs"
     guard_policy: str = "evals/guard_policy.yaml"
-    prompts: str = "evals/prompts"
     glossary: str | None = Field(None, description="hand-written glossary (overrides the "
                                  "terms derived from the dbt semantic layer)")
     decisions: str = "evals/decisions.yaml"
@@ -237,10 +236,6 @@ class Project:
         return self.path(self.spec.paths.guard_policy)  # type: ignore[return-value]
 
     @property
-    def prompts_dir(self) -> Path:
-        return self.path(self.spec.paths.prompts)  # type: ignore[return-value]
-
-    @property
     def glossary_path(self) -> Path | None:
         return self.path(self.spec.paths.glossary)
 
@@ -275,6 +270,13 @@ class Project:
     @property
     def difficulties(self) -> tuple[str, ...]:
         return tuple(self.spec.taxonomy.difficulties)
+
+    @property
+    def taxonomy(self) -> dict[str, tuple[str, ...] | None]:
+        """Keyword arguments of :func:`~sqleval_pipeline.golden.loader.load_golden`."""
+        clusters = self.spec.taxonomy.clusters
+        return {"difficulties": self.difficulties,
+                "clusters": tuple(clusters) if clusters is not None else None}
 
     def default_golden_file(self) -> Path:
         """Where new cases go: the only golden file, else ``<golden>/<project name>.jsonl``."""

@@ -92,7 +92,7 @@ def load_golden_or_fail(path: Path):
     from sqleval_pipeline.golden.loader import GoldenError, load_golden
 
     try:
-        return load_golden(path, difficulties=project().difficulties)
+        return load_golden(path, **project().taxonomy)
     except GoldenError as exc:
         fail(str(exc))
 

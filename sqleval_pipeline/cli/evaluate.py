@@ -149,5 +149,5 @@ def demo() -> None:
     stored = ev.calibration_path(_environment())
     if stored.exists():  # written by the judge_calibration asset that just ran
         render_calibration(CalibrationReport.model_validate_json(stored.read_text()), console)
-    console.print(f"Dagster runs are recorded in {proj.home.dagster_home}: `make ui` (or "
-                  "`sqleval ui`) to browse them and follow lineage from a scorecard to the rows.")
+    console.print(f"Dagster runs are recorded in {proj.home.dagster_home}: `sqleval ui` (or "
+                  "`make ui`) to browse them and follow lineage from a scorecard to the rows.")

@@ -182,7 +182,7 @@ def golden_import(
                              default_cluster=cluster or proj.spec.taxonomy.default_cluster,
                              default_split=split, id_prefix=id_prefix, reviewer=reviewer,
                              author=author)
-    except (GoldenError, ImportAborted, SnapshotError) as exc:
+    except (GoldenError, ImportAborted, SnapshotError, ValueError) as exc:
         fail(f"{exc}\n(nothing was written to {target})")
     t = Table(title=f"import of {path.name} ({batch.format}) into {target}")
     for col in ("line", "case", "result"):

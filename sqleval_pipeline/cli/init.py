@@ -107,17 +107,22 @@ def init(
               f"{'given' if as_of else 'set to the day of `sqleval init`'}; pin it to your data.\n")
     target.write_text(header + yaml.safe_dump(spec, sort_keys=False))
     evals = directory / "evals"
-    for sub in ("golden", "configs", "labels", "answers"):
+    for sub in ("golden", "configs", "labels", "answers", "prompts"):
         (evals / sub).mkdir(parents=True, exist_ok=True)
+    # the bundled prompt template, for model-backed configurations (its text is versioned)
+    bundled = Path(__file__).resolve().parents[2] / "evals" / "prompts" / "text_to_sql_v1.j2"
+    if bundled.exists() and not (evals / "prompts" / bundled.name).exists():
+        (evals / "prompts" / bundled.name).write_text(bundled.read_text())
     (evals / "golden" / ".gitkeep").touch()
     (evals / "labels" / ".gitkeep").touch()
     (evals / "configs" / "baseline.yaml").write_text(_BASELINE.format(
         curation="true" if semantic else "false",
         curation_note=" and the definitions of your dbt semantic layer" if semantic else ""))
     (evals / "configs" / "recorded_example.yaml").write_text(_RECORDED)
-    (evals / "answers" / "example.jsonl").write_text(
-        '{"case_id": "q-001", "run_index": 0, "sql": "SELECT count(*) FROM my_table"}\n'
-        '{"case_id": "q-002", "run_index": 0, "refusal": "salaries are not available"}\n')
+    (evals / "answers" / "example.jsonl").write_text("".join(
+        f'{{"case_id": "q-001", "run_index": {r}, "sql": "SELECT count(*) FROM my_table"}}\n'
+        f'{{"case_id": "q-002", "run_index": {r}, "refusal": "salaries are not available"}}\n'
+        for r in range(3)))
     (evals / "decisions.yaml").write_text(
         "# Recorded decisions that allow an accuracy drop between two configuration versions\n"
         "# (who, why, when, which versions). The regression gate fails without one.\n[]\n")

@@ -220,9 +220,11 @@ class ContextBuilder:
 
     def __init__(self, catalog: SchemaCatalog, settings: ContextSettings,
                  glossary: Glossary | None, example_cases: list[Case],
-                 template_path: Path | None = None):
+                 template_path: Path | None = None, dialect: str | None = None):
         self.catalog = catalog
         self.settings = settings
+        #: the SQL dialect the system is asked to answer in (the configuration's ``dialect``)
+        self.dialect = dialect or "duckdb"
         self.glossary = glossary if settings.curation else None
         self.examples = [
             Example(case_id=c.id, question=c.question, sql=c.reference_sql)
@@ -274,7 +276,7 @@ class ContextBuilder:
                                 glossary_context=glossary, examples=shots)
         if self.template is not None:
             ctx.prompt = self.template.render(
-                question=question, dialect="duckdb", as_of=self.catalog.as_of.isoformat(),
+                question=question, dialect=self.dialect, as_of=self.catalog.as_of.isoformat(),
                 schema=schema, glossary=glossary, examples=shots, curation=self.settings.curation,
             )
         return ctx

@@ -271,8 +271,9 @@ def _explain(v: FilterVerdict, policy: GuardPolicy, row: ImportRow) -> str:
                 f"served tables ({shown}), or add the table to the project's served selection "
                 "and rebuild the snapshot")
     if v.reason == "qualifier_not_allowed":
-        return (f"{v.message}{code} — drop the database/schema qualifier: the snapshot serves its "
-                "tables unqualified in one schema")
+        return (f"{v.message}{code} — the snapshot serves its tables in one schema: if this table "
+                "is served, drop the qualifier; if it lives in a schema that is not served, it "
+                "cannot be read (add it to the project's serve.select and rebuild)")
     if v.reason == "parse_error":
         hint = ("pass the file's --dialect so it is translated first" if not row.original_dialect
                 else f"the translation from {row.original_dialect} did not produce valid DuckDB")

@@ -103,9 +103,11 @@ def golden_files(root: Path) -> list[Path]:
     return sorted(root.glob("*.jsonl"))  # an empty folder is an empty golden set
 
 
-def load_golden(*paths: Path, difficulties: tuple[str, ...] | None = None) -> GoldenSet:
+def load_golden(*paths: Path, difficulties: tuple[str, ...] | None = None,
+                clusters: tuple[str, ...] | None = None) -> GoldenSet:
     """Load and validate golden files (or directories of ``*.jsonl``); raise on any problem.
-    ``difficulties`` is the project's taxonomy: a case outside it is a problem."""
+    ``difficulties`` and ``clusters`` are the project's taxonomy (None: any cluster): a case
+    outside it is a problem."""
     files: list[Path] = []
     for p in paths:
         if not p.exists():
@@ -129,6 +131,11 @@ def load_golden(*paths: Path, difficulties: tuple[str, ...] | None = None) -> Go
                 problems.append(Problem(f, lineno, "difficulty", f"'{case.difficulty}' is not in "
                                         f"the project's taxonomy {list(difficulties)} — use one "
                                         "of them, or declare it under taxonomy.difficulties"))
+                continue
+            if clusters is not None and case.cluster not in clusters:
+                problems.append(Problem(f, lineno, "cluster", f"'{case.cluster}' is not in the "
+                                        f"project's clusters {list(clusters)} — use one of them, "
+                                        "or declare it under taxonomy.clusters"))
                 continue
             locations[case.id] = (f, lineno)
             all_cases.append(case)

@@ -216,7 +216,7 @@ def _from_document(doc: dict[str, Any], base: GuardPolicy | None = None,
             if widened:
                 raise PolicyError(
                     f"an override cannot widen allowlist.{attr} (adds {sorted(widened)}); "
-                    "change evals/guard_policy.yaml through review instead"
+                    "change the project's guard policy file through review instead"
                 )
     return policy
 

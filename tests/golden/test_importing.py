@@ -284,7 +284,7 @@ def test_guard_refusals_are_explained(tmp_path, golden, serving):
     rej = {r.line: r.reason for r in report.rejected}
     assert report.accepted == []
     assert "single read-only query" in rej[2] and "[guard: write_statement]" in rej[2]
-    assert "drop the database/schema qualifier" in rej[3]
+    assert "if this table is served, drop the qualifier" in rej[3] and "serve.select" in rej[3]
     assert "put one query in sql" in rej[4]
     assert rej[5].startswith("alternative 1:")
     assert "x.csv" not in golden.read_text()

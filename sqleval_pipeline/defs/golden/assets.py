@@ -26,7 +26,7 @@ def golden_set(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     """Load and validate the project's golden files and re-run every reference (snapshot
     drift stops the evaluation with the cases named)."""
     project = sqleval.project
-    golden = load_golden(project.golden_dir, difficulties=project.difficulties)
+    golden = load_golden(project.golden_dir, **project.taxonomy)
     pinned, manifest, serving = snap.pinned_snapshot(sqleval.pins_dir, sqleval.home.snapshot_dir)
     drifts = verify_cases(golden.cases, serving, pinned, manifest.as_of)
     coverage = validate_coverage(golden.cases, project.difficulties)
