@@ -55,3 +55,12 @@ def test_run_with_a_broken_configuration_names_the_field(tmp_path):
     result = runner.invoke(app, ["run", "-c", str(bad)])
     assert result.exit_code == 1
     assert "field 'runs'" in result.output and "below the floor of 3" in result.output
+
+
+def test_run_refuses_fewer_runs_than_the_floor():
+    from sqleval_pipeline import paths
+
+    result = runner.invoke(app, ["run", "-c", str(paths.EVALS_DIR / "configs" / "baseline_raw.yaml"),
+                                 "--runs", "1"])
+    assert result.exit_code == 1
+    assert "below the floor of 3" in " ".join(result.output.split())

@@ -97,6 +97,11 @@ def run(
         fail(str(exc))
     if split and split not in ("dev", "heldout"):
         fail(f"--split must be dev or heldout, not {split!r}")
+    from sqleval_pipeline.configs import MIN_RUNS
+
+    if runs is not None and runs < MIN_RUNS and not loaded.config.allow_fewer_runs:
+        fail(f"--runs {runs} is below the floor of {MIN_RUNS} (one run has no error bar, spread "
+             f"or flip rate); set allow_fewer_runs: true in {config} to override deliberately")
     op_config: dict = {"batch": "new" if new_batch else "latest"}
     if runs:
         op_config["runs"] = runs
