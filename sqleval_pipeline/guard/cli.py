@@ -148,7 +148,17 @@ def check(sql: Annotated[str, typer.Argument(help="SQL text to check with the st
     from sqleval_pipeline.guard.policy import project_policy
     from sqleval_pipeline.guard.statement_filter import StatementFilter
 
-    project, _path, manifest = _resolve_snapshot(None)
+    from sqleval_pipeline import snapshot as snap
+    from sqleval_pipeline.project import ProjectError, current
+
+    try:  # the filter needs only the pinned manifest (served tables), not the built file
+        project = current()
+        pinned = snap.read_pinned(project.manifest_dir)
+        if pinned is None:
+            _fail(f"no pinned snapshot in {project.manifest_dir}; run `sqleval build`")
+        manifest = snap.SnapshotManifest.from_file(snap.manifest_path(project.manifest_dir, pinned))
+    except (ProjectError, snap.SnapshotError) as exc:
+        _fail(str(exc))
     v = StatementFilter(project_policy(project, manifest),
                         database_names={manifest.snapshot_id}).check(sql)
     if v.allowed:
