@@ -9,7 +9,12 @@ Reports, in one run and interleaved query by query:
   measured two ways: on one warm connection held open (the cheapest possible), and with a
   short-lived read-only connection per query (what is required for anything that
   must not hold the file);
-* the statement filter's own cost per query (median, p95);
+* the statement filter's own cost per query (median, p95), and the cost of each check on its
+  own: the character scan (``guard/characters.py``, when present), sqlglot (the filter
+  without it), DuckDB's parse tree (``json_serialize_sql``) and DuckDB's unoptimized bound
+  plan (``json_serialize_plan``) — both measured on a fresh connection of a locked database,
+  as the worker does (``guard/duckdb_view.py``);
+* ``--before FILE``: a previous ``--json`` output to compare the guarded median with;
 * worker-pool throughput in queries/second, one client thread per worker;
 * time for bombs to be contained (and for the pool to answer again).
 
@@ -58,11 +63,47 @@ def resolve(snapshot: Path | None):
     return snapshot, AS_OF
 
 
+def per_check_costs(path: Path, policy, sf: StatementFilter, sqls: list[str], pinned: list[str],
+                    repeat: int) -> dict[str, dict[str, float]]:
+    """Median / p95 per query of each check, measured one by one (see module doc)."""
+    from sqleval_pipeline.guard.database import fresh_connection, open_guarded_database
+    from sqleval_pipeline.guard.duckdb_view import add_plan, decide, parse_view
+
+    try:
+        from sqleval_pipeline.guard.characters import scan as char_scan
+    except ImportError:  # the character scan is another layer; report it only when present
+        char_scan = None
+    costs: dict[str, list[float]] = {"characters": [], "sqlglot_filter": [], "duckdb_parse": [],
+                                     "duckdb_plan": [], "duckdb_view_total": []}
+    root = open_guarded_database(path, policy)
+    try:
+        for _ in range(repeat):
+            for sql, psql in zip(sqls, pinned, strict=True):
+                if char_scan is not None:
+                    t = time.perf_counter()
+                    char_scan(sql)
+                    costs["characters"].append((time.perf_counter() - t) * 1000)
+                costs["sqlglot_filter"].append(sf.check(sql).elapsed_ms)
+                with fresh_connection(root) as con:
+                    t = time.perf_counter()
+                    statements = con.extract_statements(psql)
+                    view = parse_view(con, psql, statements)
+                    add_plan(con, psql, view)
+                    assert decide(view, policy, policy.tables, allowed_schemas=policy.schemas) is None, psql
+                    costs["duckdb_view_total"].append((time.perf_counter() - t) * 1000)
+                costs["duckdb_parse"].append(view.parse_ms)
+                costs["duckdb_plan"].append(view.plan_ms)
+    finally:
+        root.close()
+    return {k: {"median": statistics.median(v), "p95": pct(v, 0.95)} for k, v in costs.items() if v}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--snapshot", type=Path)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--before", type=Path, help="a --json output of an earlier run to compare with")
     args = ap.parse_args()
 
     path, as_of = resolve(args.snapshot)
@@ -119,6 +160,7 @@ def main() -> None:
         out["ratio_of_medians_fresh"] = statistics.median(g_ms) / statistics.median(fresh_ms)
         out["ratio_of_medians_warm"] = statistics.median(g_ms) / statistics.median(w_ms)
         out["filter_ms"] = {"median": statistics.median(f_ms), "p95": pct(f_ms, 0.95)}
+        out["checks_ms"] = per_check_costs(path, guard.policy, sf, sqls, pinned, args.repeat)
 
         # throughput: one client thread per worker, golden queries round-robin
         n_total = len(sqls) * 6
@@ -172,6 +214,17 @@ def main() -> None:
           f"{out['ratio_guarded_vs_raw_warm_median']:.2f} vs warm connection (target <= 1.5)")
     print(f"  filter              median {out['filter_ms']['median']:.3f} ms   p95 {out['filter_ms']['p95']:.3f} ms "
           f"(target <= 2 ms)")
+    for name, c in out["checks_ms"].items():
+        print(f"  check {name:18s} median {c['median']:.3f} ms   p95 {c['p95']:.3f} ms")
+    if args.before and args.before.exists():
+        before = json.loads(args.before.read_text())
+        b = before["guarded_ms"]["median"]
+        out["before"] = {"guarded_ms_median": b, "ratio_guarded_vs_raw_warm_median":
+                         before.get("ratio_guarded_vs_raw_warm_median")}
+        print(f"  before              guarded median {b:.2f} ms -> now {out['guarded_ms']['median']:.2f} ms "
+              f"(+{out['guarded_ms']['median'] - b:.2f} ms); ratio vs warm "
+              f"{before.get('ratio_guarded_vs_raw_warm_median', float('nan')):.2f} -> "
+              f"{out['ratio_guarded_vs_raw_warm_median']:.2f}")
     print(f"  throughput          {out['throughput_qps']:.0f} queries/s with {out['throughput_workers']} workers")
     for name, b in out["bombs"].items():
         print(f"  bomb {name:45s} contained in {b['contained_ms']:7.0f} ms by {b['layer']} ({b['reason']}); "

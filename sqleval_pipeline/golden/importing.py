@@ -284,7 +284,7 @@ def _explain(v: FilterVerdict, policy: GuardPolicy, row: ImportRow) -> str:
     if v.reason == "multiple_statements":
         return (f"{v.message}{code} — put one query in sql and further accepted queries in "
                 "alternatives")
-    if v.reason in ("denied_function", "table_function", "file_reference"):
+    if v.reason in ("denied_function", "function_not_allowed", "table_function", "file_reference"):
         return f"{v.message}{code} — the guard never runs this; query the served tables directly"
     return f"{v.message}{code}"
 

@@ -1,7 +1,11 @@
-"""Layer 4, the result cap: never fetch more than ``cap + 1`` rows; LIMIT injection for serving.
+"""Layer 4, the result cap: rows, bytes and bytes per value; LIMIT injection for serving.
 
 :func:`fetch_capped` fetches at most ``cap + 1`` rows from a DuckDB cursor and reports
-truncation; :func:`estimate_size` bounds the bytes relayed. :func:`inject_limit` rewrites a
+truncation (more than ``row_cap`` rows: the rows are kept, flagged). While fetching it measures
+each row's *encoded* size (:func:`encoded_size`: strings in UTF-8 bytes, every cell, list and
+struct element counted, framing charged even for an empty string or a NULL) and refuses —
+never truncates — a result over ``max_result_bytes`` (``result_too_large``) or holding one
+value over ``max_cell_bytes`` (``cell_too_large``), stopping the fetch at once. :func:`inject_limit` rewrites a
 query (already validated by the statement filter) so the database itself stops after ``n``
 rows — for serving paths that must never relay an unbounded result:
 
@@ -34,37 +38,132 @@ LAYER = "cap"
 WRAP_ALIAS = "_sqleval_limited"
 
 
-def fetch_capped(cursor: Any, cap: int) -> tuple[list[tuple], bool]:
-    """Fetch at most ``cap`` rows (reading ``cap + 1`` to know whether more exist)."""
-    rows = cursor.fetchmany(cap + 1)
-    truncated = len(rows) > cap
-    return rows[:cap], truncated
+class CapExceeded(Exception):
+    """A result broke the byte cap (``result_too_large``) or the per-cell cap (``cell_too_large``)."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
 
 
-def estimate_size(value: Any, budget: int | None = None) -> int:
-    """Approximate bytes of a fetched value (strings/bytes by length, 16 per scalar).
+#: bytes of framing charged per value (a separator, quotes, brackets ...): an empty string,
+#: an empty list or a NULL is never free
+FRAME = 2
+_NULL = 4
+_FLOAT = 24           # the longest text form of a double
+_STR_CHUNK = 1 << 20  # non-ASCII strings are measured in slices of this many code points
 
-    Stops counting once ``budget`` is exceeded.
 
-    >>> estimate_size([("abc", 1), ("de", None)])
-    37
+def _str_bytes(s: str, budget: int) -> int:
+    """UTF-8 length of ``s`` (stops once ``budget`` is exceeded; no full copy for ASCII)."""
+    if s.isascii():
+        return len(s)
+    total = 0
+    for i in range(0, len(s), _STR_CHUNK):
+        total += len(s[i:i + _STR_CHUNK].encode("utf-8", "surrogatepass"))
+        if total > budget:
+            break
+    return total
+
+
+def encoded_size(value: Any, budget: int | None = None) -> int:
+    """Bytes of ``value`` once encoded (JSON-like: strings in UTF-8 bytes, bytes in base64,
+    every cell, list, struct element and key counted, ``FRAME`` bytes of framing per value,
+    so an empty string or a NULL still costs bytes). Stops counting once ``budget`` is exceeded.
+
+    >>> encoded_size([("abc", 1), ("de", None)])
+    28
+    >>> encoded_size(["", "", ""]) > encoded_size([])
+    True
+    >>> encoded_size("é" * 10)
+    22
     """
+    limit = budget if budget is not None else 1 << 62
     total = 0
     stack = [value]
     while stack:
         v = stack.pop()
-        if isinstance(v, str | bytes | bytearray):
-            total += len(v)
+        if v is None:
+            total += _NULL
+        elif isinstance(v, str):
+            total += FRAME + _str_bytes(v, limit - total)
+        elif isinstance(v, bytes | bytearray | memoryview):
+            total += FRAME + 4 * ((len(v) + 2) // 3) + 12  # {"base64": "..."}
         elif isinstance(v, list | tuple):
+            total += FRAME + len(v)  # brackets, one separator per element
+            if total > limit:
+                return total
             stack.extend(v)
         elif isinstance(v, dict):
+            total += FRAME + 2 * len(v)
+            if total > limit:
+                return total
             stack.extend(v.keys())
             stack.extend(v.values())
-        else:
-            total += 16
-        if budget is not None and total > budget:
+        elif isinstance(v, bool):
+            total += FRAME + 5
+        elif isinstance(v, int):
+            total += FRAME + (len(str(v)) if -10 ** 60 < v < 10 ** 60 else v.bit_length() // 3 + 2)
+        elif isinstance(v, float):
+            total += FRAME + _FLOAT
+        else:  # Decimal, dates, times, UUIDs, intervals ...: their text form
+            total += FRAME + min(len(str(v)), 1 << 20)
+        if total > limit:
             return total
     return total
+
+
+#: the name the rest of the guard used for the measure
+estimate_size = encoded_size
+
+
+def _row_size(row: Any, remaining: int, max_cell_bytes: int | None) -> int:
+    if max_cell_bytes is None:
+        return encoded_size(row, remaining)
+    total = FRAME + len(row)
+    for cell in row:
+        budget = min(max_cell_bytes, remaining - total)
+        size = encoded_size(cell, max(budget, 0))
+        if size > max_cell_bytes:
+            raise CapExceeded("cell_too_large",
+                              f"a single value is larger than {max_cell_bytes} bytes once encoded")
+        total += size
+        if total > remaining:
+            return total
+    return total
+
+
+def fetch_capped(cursor: Any, cap: int, *, max_bytes: int | None = None,
+                 max_cell_bytes: int | None = None) -> tuple[list[tuple], bool]:
+    """Fetch at most ``cap`` rows (reading ``cap + 1`` to know whether more exist), measuring
+    the encoded size of every row while fetching.
+
+    Raises :class:`CapExceeded` as soon as the rows kept so far exceed ``max_bytes`` or one
+    value exceeds ``max_cell_bytes``: rows are fetched in small batches sized from what is
+    left of the budget, so no more than about the byte cap is ever held (a single row is
+    materialized whole by DuckDB before it can be measured; the memory limit bounds it).
+    Truncation (more than ``cap`` rows) is never an error: the extra row is dropped unmeasured.
+    """
+    rows: list[tuple] = []
+    total = FRAME
+    budget = max_bytes if max_bytes is not None else 1 << 62
+    batch = 1
+    while len(rows) <= cap:
+        chunk = cursor.fetchmany(min(batch, cap + 1 - len(rows)))
+        if not chunk:
+            return rows, False
+        for row in chunk:
+            if len(rows) == cap:
+                return rows, True
+            total += _row_size(row, budget - total, max_cell_bytes)
+            if total > budget:
+                raise CapExceeded("result_too_large",
+                                  f"the result is larger than {max_bytes} bytes once encoded")
+            rows.append(row)
+        avg = max(total // max(len(rows), 1), 1)
+        batch = max(1, min(1024, (budget - total) // avg // 2))
+    return rows[:cap], len(rows) > cap
 
 
 def _significant(tokens) -> int:

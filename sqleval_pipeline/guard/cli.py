@@ -21,6 +21,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -30,7 +31,7 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 150)
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    err.print(f"[bold red]error:[/] {escape(str(message))}", highlight=False)
     raise typer.Exit(code)
 
 
@@ -89,8 +90,8 @@ def run(
     try:
         suite, skipped = hostile_suite(project, manifest, files=cases or None)
         for template_id, why in skipped:
-            console.print(f"[yellow]not instantiated[/] {template_id}: {why}", highlight=False,
-                          markup=False)
+            console.print(f"[yellow]not instantiated[/] {escape(str(template_id))}: {escape(str(why))}",
+                          highlight=False)
     except (HostileCaseError, ValueError) as exc:
         _fail(str(exc))
     try:
@@ -99,43 +100,56 @@ def run(
     except (GuardSetupError, PolicyError, SandboxError) as exc:
         _fail(str(exc))
     with executor:
-        with console.status(f"running {len(suite)} hostile cases on {path.name} …"):
+        with console.status(f"running {len(suite)} hostile cases on {escape(path.name)} …"):
             report = run_suite(suite, executor, timeout_s=timeout)
 
-    table = Table(title=f"hostile suite on {path.name}")
+    # every text from a case, the SQL or the database is escaped: `[/x]` is not rich markup
+    table = Table(title=f"hostile suite on {escape(path.name)}")
     for col in ("case", "category", "verdict", "blocked by", "reason", "ms"):
         table.add_column(col, justify="right" if col == "ms" else "left")
     for v in report.verdicts:
         colour = {"blocked": "green", "declined": "yellow"}.get(v.verdict, "bold red")
+        if v.verdict == "blocked_by_error" and not v.failed:
+            colour = "yellow"
         reason = v.reason or ""
         if not v.expect_met:
             reason += f" (expected {'/'.join(v.expect)})"
-        table.add_row(v.case_id, v.category, f"[{colour}]{v.verdict}[/]", v.blocked_by or "-", reason,
-                      f"{v.elapsed_ms:.0f}")
+        table.add_row(escape(v.case_id), escape(v.category), f"[{colour}]{v.verdict}[/]",
+                      escape(v.blocked_by or "-"), escape(reason), f"{v.elapsed_ms:.0f}")
     console.print(table)
 
     summary = Table(title="per category")
     layers = ("filter", "database", "sandbox", "cap")
-    for col in ("category", "cases", "blocked", *layers, "declined", "got through"):
+    for col in ("category", "cases", "blocked", *layers, "sql error", "declined", "got through"):
         summary.add_column(col, justify="left" if col == "category" else "right")
     for cat, row in sorted(report.summary().items()):
-        summary.add_row(cat, str(row["cases"]), str(row["blocked"]),
+        summary.add_row(escape(cat), str(row["cases"]), str(row["blocked"]),
                         *(str(row.get(f"by_{layer}", 0)) for layer in layers),
-                        str(row["declined"]), str(row["got_through"]))
+                        str(row.get("blocked_by_error", 0)), str(row["declined"]), str(row["got_through"]))
     console.print(summary)
 
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
-        console.print(f"report written to {json_out}")
-    through = report.got_through
+        console.print(f"report written to {json_out}", markup=False, highlight=False)
+    for v in report.unproven:
+        out = err if v.failed else console
+        out.print(f"[{'bold red' if v.failed else 'yellow'}]not proven blocked by a guard layer:[/] "
+                  f"{escape(v.case_id)}: {escape(v.reason or '')}: {escape(v.message or '')} — "
+                  f"{escape(repr(v.sql))}", highlight=False)
+    through = report.failures
     ok_sum = "unchanged" if report.checksum_unchanged else "[bold red]CHANGED[/]"
     console.print(f"{len(report.verdicts)} cases in {report.seconds:.1f} s; "
                   f"snapshot checksum {ok_sum} ({report.checksum_after[:16]}…)")
     if through:
         for v in through:
-            err.print(f"[bold red]got through:[/] {v.case_id}: {v.status} {v.reason or ''} "
-                      f"{'; '.join(v.escapes)} — {v.sql!r}", highlight=False)
+            if v.verdict != "got_through":
+                continue  # reported above
+            err.print(f"[bold red]got through:[/] {escape(v.case_id)}: {escape(str(v.status))} "
+                      f"{escape(v.reason or '')} {escape('; '.join(v.escapes))} — {escape(repr(v.sql))}",
+                      highlight=False)
+            for line in v.sample:
+                err.print(f"    {line}", markup=False, highlight=False)
     if through or not report.checksum_unchanged:
         raise typer.Exit(1)
     console.print("[green]every hostile case was blocked by a non-prompt layer[/]")
@@ -162,7 +176,8 @@ def check(sql: Annotated[str, typer.Argument(help="SQL text to check with the st
     v = StatementFilter(project_policy(project, manifest),
                         database_names={manifest.snapshot_id}).check(sql)
     if v.allowed:
-        console.print(f"[green]allowed[/] (tables: {', '.join(v.tables) or '-'}; {v.elapsed_ms:.2f} ms)")
+        console.print(f"[green]allowed[/] (tables: {escape(', '.join(v.tables) or '-')}; "
+                      f"{v.elapsed_ms:.2f} ms)")
     else:
-        console.print(f"[red]refused[/] {v.reason}: {v.message}", highlight=False)
+        console.print(f"[red]refused[/] {escape(str(v.reason))}: {escape(str(v.message))}", highlight=False)
         raise typer.Exit(1)

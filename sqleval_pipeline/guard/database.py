@@ -72,6 +72,8 @@ def open_guarded_database(path: Path | str, policy: GuardPolicy, *,
         raise DatabaseSetupError(f"cannot open {path} read-only: {exc}") from exc
     try:
         for name, value, _ in settings_for(policy, timeout_ms):
+            if name == "lock_configuration":
+                close_file_access(root, path)  # before the lock: it cannot be set afterwards
             root.execute(f"SET GLOBAL {name} = {value}")
         problems = verify_settings(root, policy, timeout_ms)
     except Exception as exc:
@@ -81,6 +83,26 @@ def open_guarded_database(path: Path | str, policy: GuardPolicy, *,
         root.close()
         raise DatabaseSetupError("the guarded connection is not locked down: " + "; ".join(problems))
     return root
+
+
+def close_file_access(root: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Let untrusted SQL read no file at all, the serving file included.
+
+    Measured (DuckDB 2.0): turning ``enable_external_access`` off puts the open database file
+    (and its ``.wal`` names) on ``allowed_paths``, which can then no longer be changed, so
+    ``read_blob('<serving file>')`` would return the whole snapshot. Disabling the local file
+    system afterwards refuses every file function with a permission error, while the open
+    database keeps reading its own blocks. ``duckdb_settings()`` does not report
+    ``disabled_filesystems``, so the effect is checked by trying to read the serving file."""
+    root.execute("SET GLOBAL disabled_filesystems = 'LocalFileSystem'")
+    probe = str(path.resolve()).replace("'", "''")
+    try:
+        root.execute(f"SELECT count(*) FROM read_blob('{probe}')").fetchall()
+    except duckdb.PermissionException:
+        return
+    except duckdb.Error as exc:
+        raise DatabaseSetupError(f"the serving file's readability could not be checked: {exc}") from exc
+    raise DatabaseSetupError("untrusted SQL could read the serving file (read_blob)")
 
 
 def verify_settings(con: duckdb.DuckDBPyConnection, policy: GuardPolicy,

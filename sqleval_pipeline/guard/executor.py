@@ -27,6 +27,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -83,6 +84,11 @@ class GuardResult:
     policy_version: str | None = None
     worker_pid: int | None = None
     timestamp: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat())
+
+    def __post_init__(self) -> None:
+        # whatever layer built it, a message going back to the system under test or into a
+        # report never names a filesystem path
+        self.message = scrub_paths(self.message)
 
     @property
     def ok(self) -> bool:
@@ -142,6 +148,30 @@ class GuardResult:
             kw.update(error_source=self.error_source or "harness", error_code=self.reason,
                       error_message=self.message)
         return Execution(**kw)
+
+
+#: an absolute filesystem path (or one under ``~``): the snapshot directory, the home
+#: directory, ~/.duckdb/extensions/..., the temp directory, any /a/b path; not a division
+#: (``1/0``), a lone operator or a URL
+_PATH = re.compile(r"""(?<![\w/:.~])~?/[^\s'"`(),;\[\]{}<>]*[A-Za-z_.~-][^\s'"`(),;\[\]{}<>]*""")
+
+
+def scrub_paths(text: str | None) -> str | None:
+    """``text`` with every absolute filesystem path replaced by ``<path>`` (error messages go
+    back to the system under test and into reports; paths tell it where things live).
+
+    >>> scrub_paths('IO Error: Cannot open file "/home/me/.sqleval/snapshots/snap-1.duckdb": No such file')
+    'IO Error: Cannot open file "<path>": No such file'
+    >>> scrub_paths("Extension ~/.duckdb/extensions/v1/linux/httpfs.duckdb_extension not found; see /tmp/x")
+    'Extension <path> not found; see <path>'
+    >>> scrub_paths("Binder Error: column a/b not found, 3/4 rows, 1 /2, https://x.org/a")
+    'Binder Error: column a/b not found, 3/4 rows, 1 /2, https://x.org/a'
+    >>> scrub_paths("Permission Error: Cannot access file '/etc' or /root")
+    "Permission Error: Cannot access file '<path>' or <path>"
+    """
+    if not text:
+        return text
+    return _PATH.sub("<path>", text)
 
 
 def _value(v: Any) -> Any:
@@ -260,6 +290,25 @@ class GuardedExecutor:
             return done(GuardResult("error", error_source="harness", reason="sandbox_unavailable",
                                     message=f"{type(exc).__name__}: {exc}", filter_ms=filter_ms,
                                     executed_sql=executed, tables=verdict.tables, **base))
+        # DuckDB's own view (guard/duckdb_view.py, checked in the worker before execution) is
+        # part of the statement filter: its refusals are the filter's
+        if reply.guard_refusal in ("duckdb_not_single_select", "duckdb_table_not_allowed",
+                                   "duckdb_function_not_allowed", "views_disagree"):
+            return done(GuardResult("refused", layer="filter", reason=reply.guard_refusal,
+                                    message=reply.error_message, filter_ms=filter_ms, executed_sql=executed,
+                                    tables=verdict.tables, worker_pid=reply.worker_pid, **base))
+        if reply.ok:
+            # every table DuckDB scanned must be one sqlglot saw (else the two parsers read
+            # different queries); a table sqlglot saw that DuckDB does not scan (an unused CTE)
+            # is harmless and allowed
+            unseen = sorted(set(reply.duckdb_tables or ()) - set(verdict.tables)) \
+                if reply.duckdb_tables is not None else ["<no view>"]
+            if unseen:
+                return done(GuardResult(
+                    "refused", layer="filter", reason="views_disagree",
+                    message=f"DuckDB reads {unseen} but the statement filter saw {list(verdict.tables)}: "
+                            "the two parsers disagree about this text.", filter_ms=filter_ms,
+                    executed_sql=executed, tables=verdict.tables, worker_pid=reply.worker_pid, **base))
         return done(self._from_reply(reply, base, filter_ms, executed, verdict.tables))
 
     def _from_reply(self, reply: WorkerReply, base: dict, filter_ms: float, executed: str,
@@ -274,21 +323,26 @@ class GuardedExecutor:
                                    message=f"More than {self.policy.row_cap} rows: the result was truncated.",
                                    **common)
             return GuardResult("ok", result=rs, **common)
+        error_message = scrub_paths(reply.error_message)
         if reply.sandbox_reason == "wall_clock_kill":
-            return GuardResult("timeout", layer="sandbox", reason="wall_clock_kill", message=reply.error_message,
+            return GuardResult("timeout", layer="sandbox", reason="wall_clock_kill", message=error_message,
                                **common)
         if reply.sandbox_reason == "worker_crashed":
-            return GuardResult("refused", layer="sandbox", reason="worker_crashed", message=reply.error_message,
+            return GuardResult("refused", layer="sandbox", reason="worker_crashed", message=error_message,
                                **common)
         if reply.guard_refusal:
             return GuardResult("refused", layer="database", reason=reply.guard_refusal,
-                               message=reply.error_message, **common)
+                               message=error_message, **common)
         if reply.sandbox_reason == "result_too_large":
             return GuardResult("refused", layer="cap", reason="result_too_large",
-                               message=f"The result is larger than {self.policy.max_result_bytes} bytes.",
-                               **common)
+                               message=f"The result is larger than {self.policy.max_result_bytes} bytes "
+                                       "once encoded.", **common)
+        if reply.sandbox_reason == "cell_too_large":
+            return GuardResult("refused", layer="cap", reason="cell_too_large",
+                               message=f"A single value of the result is larger than "
+                                       f"{self.policy.max_cell_bytes} bytes once encoded.", **common)
         status, layer, reason = classify_error(reply.error_class or "", reply.error_message or "")
-        msg = (reply.error_message or "").strip().splitlines()[0][:500] if reply.error_message else None
+        msg = error_message.strip().splitlines()[0][:500] if error_message else None
         if status == "error":
             return GuardResult("error", reason=reason, message=msg, error_source="sql", **common)
         return GuardResult(status, layer=layer, reason=reason, message=msg, **common)  # type: ignore[arg-type]

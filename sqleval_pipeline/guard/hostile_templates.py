@@ -68,7 +68,8 @@ from sqleval_pipeline import paths
 from sqleval_pipeline.guard.executor import NON_PROMPT_LAYERS
 
 HOSTILE_DIR = paths.EVALS_DIR / "hostile"
-DEFAULT_CASE_FILES: tuple[Path, ...] = (HOSTILE_DIR / "sql.jsonl", HOSTILE_DIR / "questions.jsonl")
+DEFAULT_CASE_FILES: tuple[Path, ...] = (HOSTILE_DIR / "sql.jsonl", HOSTILE_DIR / "questions.jsonl",
+                                        HOSTILE_DIR / "guard_v2.jsonl")
 
 #: The layers a case may expect to stop it (the executor's non-prompt layers).
 LAYERS: tuple[str, ...] = NON_PROMPT_LAYERS

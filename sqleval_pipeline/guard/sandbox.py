@@ -11,6 +11,13 @@ process: it runs in a worker that
   locked) and gives each query a fresh connection, interrupted by a timer at the timeout;
 * is killed by the parent (SIGKILL) when no answer arrives within the timeout plus a grace
   period, and replaced; a worker that dies (crash, abort, OOM kill) is replaced as well.
+* is recycled (replaced before its next query) when its reply was a memory / address-space
+  refusal or could not be sent, when its resident or virtual size (``/proc/<pid>/status``
+  VmRSS / VmSize) is still above ``recycle_rss_mb`` / ``recycle_vm_mb`` after a query (such a
+  worker fails later, legitimate queries), or after ``max_queries_per_worker`` queries;
+* measures the result while fetching it (:func:`~sqleval_pipeline.guard.cap.fetch_capped`:
+  rows, encoded bytes, bytes per value) and sends one pickled reply, which the parent reads
+  with a hard length limit (:func:`wire_limit`): it never receives more than that.
 
 The calling process only parses SQL (bounded by the filter's size cap) and reads replies, so
 it survives whatever the SQL does. Workers are started with the ``forkserver`` context
@@ -28,22 +35,62 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import pickle
 import queue
 import shutil
 import signal
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from sqleval_pipeline.guard.cap import CapExceeded
 from sqleval_pipeline.guard.policy import GuardPolicy
 
 LAYER = "sandbox"
 log = logging.getLogger("sqleval_pipeline.guard")
 _READY_TIMEOUT_S = 60.0
+
+
+_MEMORY_MARKERS = ("out of memory", "bad_alloc", "bad allocation", "cannot allocate memory",
+                   "failed to allocate", "memoryerror", "reply could not be sent")
+
+
+def memory_failure(error_class: str | None, message: str | None) -> bool:
+    """True when a reply says the worker ran out of memory or address space (or could not send
+    its reply): such a worker may stay near its limits, so it is recycled before its next query."""
+    if error_class in ("OutOfMemoryException", "MemoryError"):
+        return True
+    m = (message or "").lower()
+    return any(k in m for k in _MEMORY_MARKERS)
+
+
+def wire_limit(policy: GuardPolicy) -> int:
+    """Most bytes the parent reads for one reply: the encoded-result cap plus room for the
+    pickle's own framing (dates, decimals ... pickle larger than they encode), whatever the
+    worker sends; a longer reply is refused (``result_too_large``) and the worker replaced."""
+    return 2 * policy.max_result_bytes + (1 << 20)
+
+
+def process_memory(pid: int | None) -> tuple[int | None, int | None]:
+    """(VmRSS, VmSize) of a process in bytes, from ``/proc/<pid>/status`` (None when unknown)."""
+    rss = vm = None
+    if pid is None:
+        return rss, vm
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1]) << 10
+                elif line.startswith("VmSize:"):
+                    vm = int(line.split()[1]) << 10
+    except (OSError, ValueError, IndexError):
+        pass
+    return rss, vm
 
 
 class SandboxError(RuntimeError):
@@ -62,11 +109,17 @@ class WorkerReply:
     elapsed_ms: float = 0.0
     error_class: str | None = None
     error_message: str | None = None
-    #: set by the parent: "wall_clock_kill" | "worker_crashed" | "result_too_large"
+    #: "wall_clock_kill" | "worker_crashed" (set by the parent) | "result_too_large" |
+    #: "cell_too_large" (the cap, measured in the worker while fetching)
     sandbox_reason: str | None = None
     #: set by the worker when DuckDB's own statement check refuses (layer database)
     guard_refusal: str | None = None
     worker_pid: int | None = None
+    #: DuckDB's view (guard/duckdb_view.py): tables its bound plan scans, functions it names,
+    #: and the cost of the view (parse_ms, plan_ms); None when the worker did not compute it
+    duckdb_tables: list[str] | None = None
+    duckdb_functions: list[str] | None = None
+    view_ms: dict[str, float] | None = None
 
 
 # --------------------------------------------------------------------------- worker side
@@ -89,10 +142,16 @@ def _limit_process(address_space_bytes: int, workdir: str) -> None:
         pass
 
 
+#: the worker's policy (set once by _worker_main; None in the parent)
+_WORKER_POLICY: GuardPolicy | None = None
+
+
 def _worker_main(conn: Connection, snapshot_path: str, policy_json: str, workdir: str) -> None:
     """Entry point of a worker process: limit itself, open the database, serve requests."""
     try:
         policy = GuardPolicy.model_validate_json(policy_json)
+        global _WORKER_POLICY
+        _WORKER_POLICY = policy  # the allowlists DuckDB's view is checked against (_run_one)
         _limit_process(policy.address_space_mb << 20, workdir)
         from sqleval_pipeline.guard.database import fresh_connection, open_guarded_database
 
@@ -119,15 +178,30 @@ def _worker_main(conn: Connection, snapshot_path: str, policy_json: str, workdir
         try:
             reply = _run_one(root, fresh_connection, req)
         except BaseException as exc:  # noqa: BLE001 - MemoryError while building the reply
-            reply = {"ok": False, "error_class": type(exc).__name__, "error_message": str(exc)[:2000]}
+            reply = {"ok": False, "error_class": type(exc).__name__, "error_message": str(exc)[:2000],
+                     "recycle": True}
         try:
-            conn.send(reply)
+            payload = _dumps(reply)
+            reply = None  # the rows are in the payload now: free them
+            wire = req.get("max_wire_bytes")
+            if wire is not None and len(payload) > wire:
+                payload = _dumps({"ok": False, "sandbox_reason": "result_too_large",
+                                  "error_message": f"the reply is larger than {wire} bytes"})
+            conn.send_bytes(payload)
         except BaseException as exc:  # noqa: BLE001 - e.g. MemoryError while pickling
+            payload = reply = None
             try:
-                conn.send({"ok": False, "error_class": type(exc).__name__,
+                conn.send({"ok": False, "error_class": type(exc).__name__, "recycle": True,
                            "error_message": f"reply could not be sent: {str(exc)[:500]}"})
             except BaseException:  # noqa: BLE001
                 os._exit(4)
+        payload = None
+
+
+def _dumps(obj: Any) -> memoryview:
+    from multiprocessing.reduction import ForkingPickler
+
+    return ForkingPickler.dumps(obj)  # a memoryview of the pickle (no copy)
 
 
 class _Watchdog:
@@ -184,6 +258,7 @@ def _watchdog() -> _Watchdog:
 
 
 def _run_one(root, fresh_connection, req: dict) -> dict:
+    from sqleval_pipeline.guard import duckdb_view
     from sqleval_pipeline.guard.cap import estimate_size, fetch_capped
 
     t0 = time.perf_counter()
@@ -192,27 +267,36 @@ def _run_one(root, fresh_connection, req: dict) -> dict:
         try:
             # DuckDB's own parser must agree with the filter: exactly one SELECT statement
             statements = con.extract_statements(req["sql"])
-            kinds = [str(st.type).rsplit(".", 1)[-1] for st in statements]
-            if kinds != ["SELECT"]:
-                return {"ok": False, "guard_refusal": "not_a_single_select",
-                        "error_message": f"DuckDB parses this text as {kinds or 'no statement'}; "
-                                         "exactly one SELECT is allowed",
+            # DuckDB's own view (parse tree, then the unoptimized bound plan) against the allowlists,
+            # on this fresh connection, before anything runs (guard/duckdb_view.py)
+            policy = _WORKER_POLICY
+            if policy is None:  # fail closed: no allowlist to check against
+                return {"ok": False, "guard_refusal": duckdb_view.NOT_SINGLE_SELECT,
+                        "error_message": "the worker has no guard policy to check the statement with",
                         "elapsed_ms": (time.perf_counter() - t0) * 1000}
+            view, refusal = duckdb_view.inspect(con, req["sql"], statements, policy, policy.tables,
+                                                allowed_schemas=policy.schemas,
+                                                allowed_catalogs=policy.catalogs)
+            if refusal is not None:
+                return duckdb_view.refusal_reply(refusal, view, (time.perf_counter() - t0) * 1000)
+            view_ms = {"parse_ms": view.parse_ms, "plan_ms": view.plan_ms}
             cur = con.execute(statements[0])
             desc = cur.description or []
-            rows, truncated = fetch_capped(cur, req["row_cap"])
+            # rows and bytes are counted while fetching: an oversized result stops the fetch
+            rows, truncated = fetch_capped(cur, req["row_cap"], max_bytes=req["max_result_bytes"],
+                                           max_cell_bytes=req.get("max_cell_bytes"))
+        except CapExceeded as exc:
+            return {"ok": False, "sandbox_reason": exc.reason, "error_message": exc.message,
+                    "elapsed_ms": (time.perf_counter() - t0) * 1000}
         except BaseException as exc:  # noqa: BLE001 - every DuckDB error is a reply
             return {"ok": False, "error_class": type(exc).__name__, "error_message": str(exc)[:2000],
+                    "recycle": memory_failure(type(exc).__name__, str(exc)),
                     "elapsed_ms": (time.perf_counter() - t0) * 1000}
         finally:
             _watchdog().disarm(token)
-    size = estimate_size(rows, budget=req["max_result_bytes"])
-    if size > req["max_result_bytes"]:
-        return {"ok": False, "sandbox_reason": "result_too_large",
-                "error_message": f"the result is larger than {req['max_result_bytes']} bytes",
-                "elapsed_ms": (time.perf_counter() - t0) * 1000}
     return {"ok": True, "columns": [d[0] for d in desc], "types": [str(d[1]) for d in desc],
-            "rows": rows, "truncated": truncated, "elapsed_ms": (time.perf_counter() - t0) * 1000}
+            "rows": rows, "truncated": truncated, "elapsed_ms": (time.perf_counter() - t0) * 1000,
+            "duckdb_tables": list(view.tables), **view_ms}
 
 
 # --------------------------------------------------------------------------- parent side
@@ -300,11 +384,14 @@ class WorkerPool:
         self._closed = False
         self.replaced = 0
         self.started = 0
-        workers = [self._spawn() for _ in range(self.size)]
-        try:
+        #: why workers were replaced: failed (killed, crashed, interrupted), max_queries,
+        #: memory_failure, rss, vm, oversized_reply
+        self.recycled: Counter[str] = Counter()
+        try:  # whatever fails while starting (not only a SandboxError), nothing is left behind
+            workers = [self._spawn() for _ in range(self.size)]
             for w in workers:
                 w.wait_ready()
-        except SandboxError:
+        except BaseException:
             self.close()
             raise
         for w in workers:
@@ -317,11 +404,12 @@ class WorkerPool:
             self.started += 1
         return w
 
-    def _replace(self, w: _Worker) -> None:
+    def _replace(self, w: _Worker, why: str = "failed") -> None:
         w.kill()
         with self._lock:
             self._all.discard(w)
             self.replaced += 1
+            self.recycled[why] += 1
         if not self._closed:
             self._idle.put(self._spawn())  # readiness is awaited by its first user
 
@@ -339,6 +427,25 @@ class WorkerPool:
             w.wait_ready()
         return w
 
+    def _recycle_reason(self, w: _Worker, msg: dict) -> str | None:
+        """Why ``w`` must not serve another query (None: it may): a memory / address-space
+        refusal or an unsendable reply, resident or virtual size still above the policy's
+        thresholds after the query, or its query quota used up."""
+        policy = self.policy
+        if msg.get("recycle") or (not msg.get("ok") and memory_failure(msg.get("error_class"),
+                                                                        msg.get("error_message"))):
+            return "memory_failure"
+        rss, vm = process_memory(w.pid)
+        if rss is not None and rss > policy.recycle_rss_mb << 20:
+            return "rss"
+        vm_limit = policy.recycle_vm_mb if policy.recycle_vm_mb is not None \
+            else policy.address_space_mb * 2 // 3
+        if vm is not None and vm > vm_limit << 20:
+            return "vm"
+        if w.queries >= policy.max_queries_per_worker:
+            return "max_queries"
+        return None
+
     def worker_pids(self) -> list[int]:
         with self._lock:
             return sorted(w.pid for w in self._all if w.pid is not None)
@@ -347,8 +454,10 @@ class WorkerPool:
         """Run one (already filtered) SQL text in a worker; never raises for SQL reasons."""
         policy = self.policy
         timeout = float(timeout_s if timeout_s is not None else policy.statement_timeout_s)
+        wire = wire_limit(policy)
         req = {"sql": sql, "timeout_s": timeout, "row_cap": row_cap or policy.row_cap,
-               "max_result_bytes": policy.max_result_bytes}
+               "max_result_bytes": policy.max_result_bytes, "max_cell_bytes": policy.max_cell_bytes,
+               "max_wire_bytes": wire}
         w = self._acquire()
         t0 = time.perf_counter()
         recycle = False
@@ -367,7 +476,16 @@ class WorkerPool:
                                    error_message=f"no answer within {timeout + policy.kill_grace_s:.1f} s: "
                                                  "the worker was killed")
             try:
-                msg = w.conn.recv()
+                # never read more than the wire limit, whatever the worker sends
+                msg = pickle.loads(w.conn.recv_bytes(maxlength=wire))
+            except OSError as exc:
+                if "bad message length" not in str(exc):
+                    raise
+                pid = w.pid
+                self._replace(w, "oversized_reply")
+                return WorkerReply(False, sandbox_reason="result_too_large", worker_pid=pid,
+                                   elapsed_ms=(time.perf_counter() - t0) * 1000,
+                                   error_message=f"the reply is larger than {wire} bytes")
             except (EOFError, OSError):
                 pid = w.pid
                 w.process.join(timeout=2)
@@ -379,14 +497,16 @@ class WorkerPool:
                                    elapsed_ms=(time.perf_counter() - t0) * 1000,
                                    error_message=f"the worker died ({how}); it was replaced")
             w.queries += 1
-            recycle = w.queries >= policy.max_queries_per_worker
+            recycle = self._recycle_reason(w, msg)
             return WorkerReply(
                 ok=msg.get("ok", False), columns=msg.get("columns", []), types=msg.get("types", []),
                 rows=msg.get("rows", []), truncated=msg.get("truncated", False),
                 elapsed_ms=msg.get("elapsed_ms", (time.perf_counter() - t0) * 1000),
                 error_class=msg.get("error_class"), error_message=msg.get("error_message"),
                 sandbox_reason=msg.get("sandbox_reason"), guard_refusal=msg.get("guard_refusal"),
-                worker_pid=w.pid,
+                worker_pid=w.pid, duckdb_tables=msg.get("duckdb_tables"),
+                duckdb_functions=msg.get("duckdb_functions"),
+                view_ms={k: msg[k] for k in ("parse_ms", "plan_ms") if k in msg} or None,
             )
         except BaseException:
             if w in self._all and w.alive():
@@ -395,7 +515,7 @@ class WorkerPool:
         finally:
             if w in self._all and not w.conn.closed:
                 if recycle:
-                    self._replace(w)
+                    self._replace(w, recycle)
                 else:
                     self._idle.put(w)
 

@@ -30,7 +30,9 @@ reason                     when
 ``table_not_allowed``      a table that is not on the allowlist (after CTE resolution)
 ``unresolved_table``       a table reference the scope analysis did not account for
 ``scope_error``            the scope analysis failed (fails closed)
-``denied_function``        a function on the denylist (introspection, files, SQL in strings)
+``denied_function``        a function on the policy's denylist (an override narrowing further)
+``function_not_allowed``   a function not on the function allowlist (``guard/functions.yaml``;
+                           clock calls pass here because :mod:`clock` rewrites them next)
 =========================  ===============================================================
 
 Node types are *allowlisted*: the root must be a SELECT or a set operation, and every node in
@@ -67,6 +69,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import traverse_scope
 
 from sqleval_pipeline.guard._names import function_names
+from sqleval_pipeline.guard.clock import CLOCK_FUNCTIONS
 from sqleval_pipeline.guard.policy import GuardPolicy
 
 LAYER = "filter"
@@ -88,6 +91,18 @@ ALLOWED_STRUCTURE: tuple[type[exp.Expression], ...] = tuple(
         "Pivot", "PivotAlias", "PivotAny", "UnpivotColumns", "ColumnDef", "ColumnPosition",
         "Window", "Column", "Dot", "Paren", "Semicolon", "Hint",
     )
+    if hasattr(exp, name)
+)
+
+#: sqlglot function nodes that stand for syntax, not for a DuckDB function called by name
+#: (CAST, CASE, EXTRACT, list/struct literals, subscripts ...). DuckDB's own view checks
+#: the functions they bind to.
+SYNTAX_FUNCTIONS: tuple[type[exp.Expression], ...] = tuple(
+    getattr(exp, name)
+    for name in ("Cast", "TryCast", "Case", "If", "Extract", "Array", "Struct", "Map", "VarMap",
+                 "Interval", "Bracket", "Coalesce", "Nullif", "Explode", "Unnest", "Collate",
+                 "JSONExtract", "JSONExtractScalar", "Lambda", "ArrayAll", "ArrayAny", "Columns",
+                 "PropertyEQ", "ToMap", "CastToStrType", "Convert")
     if hasattr(exp, name)
 )
 
@@ -141,6 +156,8 @@ def _describe(node: exp.Expression) -> str:
     name = type(node).__name__
     if isinstance(node, exp.Command):
         return str(node.this).upper()
+    if isinstance(node, exp.Column) and not node.table:  # a bare keyword: CHECKPOINT, ABORT ...
+        return node.name.upper() or name.upper()
     return name.upper()
 
 
@@ -162,6 +179,9 @@ class StatementFilter:
     def check(self, sql: object) -> FilterVerdict:
         """Check one SQL text; never raises (every failure is a refusal)."""
         t0 = time.perf_counter()
+        from sqleval_pipeline.guard.characters import scan  # layer 0: characters, before any parser
+        if isinstance(sql, str) and len(sql) <= self.policy.max_sql_bytes and (bad := scan(sql)):
+            return FilterVerdict(False, bad.filter_reason, bad.message, elapsed_ms=_ms(t0), detail=bad.as_detail())
         try:
             tables, tree = self._check(sql)
         except Refusal as r:
@@ -236,11 +256,7 @@ class StatementFilter:
             if isinstance(node, _PARAMETERS):
                 raise Refusal("parameter", "Bind parameters and session variables are not allowed.")
             if isinstance(node, exp.Func):
-                for name in sorted(function_names(node)):
-                    if policy.function_denied(name):
-                        raise Refusal("denied_function",
-                                      f"The function {name}() is not allowed (introspection, files, "
-                                      "settings or SQL in strings).")
+                self._check_function(node)
                 if isinstance(node, exp.Unnest) and _in_table_position(node):
                     raise Refusal("table_function", "UNNEST used as a table is not allowed.")
                 continue
@@ -253,6 +269,34 @@ class StatementFilter:
                 continue
             raise Refusal("unsupported_construct",
                           f"The construct {type(node).__name__} is not on the allowlist of query constructs.")
+
+    def _check_function(self, node: exp.Func) -> None:
+        """The function allowlist (guard/functions.yaml, narrowed by the policy's denylist)."""
+        policy = self.policy
+        names = function_names(node)
+        for name in sorted(names):
+            if policy.function_denied(name):
+                raise Refusal("denied_function",
+                              f"The function {name}() is not allowed (introspection, files, "
+                              "settings or SQL in strings).")
+        if names & CLOCK_FUNCTIONS:
+            return  # rewritten to the as-of date by clock.pin_clock; a survivor is refused later
+        if isinstance(node, exp.Anonymous):
+            name = node.name.lower()
+            if not policy.function_allowed(name, len(node.expressions)):
+                raise Refusal("function_not_allowed",
+                              f"The function {name}() is not on the function allowlist (or not with "
+                              f"{len(node.expressions)} argument(s)).")
+            return
+        if isinstance(node, SYNTAX_FUNCTIONS) or isinstance(node, (exp.Binary, exp.Unary)):
+            return  # syntax or an operator: DuckDB's view checks what it binds to
+        if any(policy.function_allowed(n) for n in names):
+            if "age" in names and len([a for a in node.args.values() if a is not None]) < 2:
+                raise Refusal("function_not_allowed", "age() with one argument reads the clock; "
+                                                      "pass both timestamps.")
+            return
+        label = _func_label(node)
+        raise Refusal("function_not_allowed", f"The function {label} is not on the function allowlist.")
 
     # ---------------------------------------------------------------- tables
 
@@ -338,7 +382,13 @@ def _func_label(node: exp.Expression) -> str:
     if isinstance(node, exp.Anonymous):
         return f"{node.name}()"
     if isinstance(node, exp.Func):
-        return f"{type(node).sql_names()[0].lower()}()"
+        # the name as DuckDB spells this call (range() stays range(), not sqlglot's
+        # generate_series()), else sqlglot's first name for the node type
+        try:
+            m = re.match(r"\s*([A-Za-z_][A-Za-z_0-9]*)\s*\(", node.sql(dialect="duckdb"))
+        except Exception:  # noqa: BLE001 - a message must never fail
+            m = None
+        return f"{(m.group(1) if m else type(node).sql_names()[0]).lower()}()"
     return type(node).__name__
 
 

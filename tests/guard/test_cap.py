@@ -73,9 +73,92 @@ def test_cap_truncates_and_flags(guard):
 
 
 def test_oversized_result_is_refused_by_the_cap(guard):
-    r = guard.execute("SELECT repeat('x', 40000000) AS big")
+    r = guard.execute("SELECT repeat('x', 40000000) AS big")  # one value over the per-cell cap
+    assert (r.status, r.layer, r.reason) == ("refused", "cap", "cell_too_large")
+    r = guard.execute("SELECT repeat('x', 50000) AS big FROM fct_orders LIMIT 900")  # 45 MB, small cells
     assert (r.status, r.layer, r.reason) == ("refused", "cap", "result_too_large")
 
 
 def test_estimate_size_stops_at_budget():
-    assert estimate_size(["x" * 10] * 1000, budget=50) <= 60
+    assert 50 < estimate_size(["x" * 10] * 1000, budget=50) < 12 * 1000
+    # a long list is not walked element by element once its framing alone is over budget
+    assert estimate_size([""] * 10_000_000, budget=1000) <= 10_000_002
+
+
+# --------------------------------------------------------------------------- bytes, not rows
+
+from sqleval_pipeline.guard.cap import CapExceeded, encoded_size, fetch_capped  # noqa: E402
+
+
+def test_encoded_size_counts_utf8_bytes_and_framing():
+    assert encoded_size("é" * 10) == 2 + 20          # UTF-8 bytes, not code points
+    assert encoded_size("€" * 100) == 2 + 300
+    assert encoded_size([""] * 1000) >= 3000        # an empty string still costs framing
+    assert encoded_size([None] * 1000) >= 5000      # so does a NULL element
+    assert encoded_size({"k": [[""]] * 10}) > encoded_size({"k": []}) + 40  # every nesting level counts
+    assert encoded_size(b"\x00" * 300) >= 400       # bytes are encoded in base64
+    assert encoded_size("x" * 10_000_000, budget=100) <= 10_000_002  # ASCII: no copy, stops at once
+
+
+class _Cursor:
+    """A DB-API cursor double that records how many rows were materialized."""
+
+    def __init__(self, rows):
+        self.rows = list(rows)
+        self.fetched = 0
+
+    def fetchmany(self, n):
+        out, self.rows = self.rows[:n], self.rows[n:]
+        self.fetched += len(out)
+        return out
+
+
+def test_fetch_capped_stops_at_the_byte_cap_while_fetching():
+    cur = _Cursor([("x" * 1000,)] * 100_000)
+    with pytest.raises(CapExceeded) as info:
+        fetch_capped(cur, 1_000_000, max_bytes=50_000)
+    assert info.value.reason == "result_too_large"
+    assert cur.fetched * 1000 <= 2 * 50_000 + 1000, cur.fetched  # never far more than the cap
+
+
+def test_fetch_capped_refuses_one_huge_cell_and_keeps_row_truncation():
+    with pytest.raises(CapExceeded) as info:
+        fetch_capped(_Cursor([(1, "€" * 400_000)]), 10, max_bytes=10 << 20, max_cell_bytes=1 << 20)
+    assert info.value.reason == "cell_too_large"
+    with pytest.raises(CapExceeded):  # a list of empty strings is not free
+        fetch_capped(_Cursor([([""] * 400_000,)]), 10, max_bytes=10 << 20, max_cell_bytes=1 << 20)
+    rows, truncated = fetch_capped(_Cursor([(i,) for i in range(50)]), 10, max_bytes=10 << 20,
+                                   max_cell_bytes=1 << 20)
+    assert rows == [(i,) for i in range(10)] and truncated
+
+
+@pytest.mark.parametrize("sql, reason", [
+    # one cell carrying a whole table
+    ("SELECT string_agg(order_id::VARCHAR || repeat('x', 20), ',') FROM fct_orders", "cell_too_large"),
+    ("SELECT list(t) FROM fct_orders t", "cell_too_large"),
+    # 400,000 code points, 1.2 MB of UTF-8
+    ("SELECT repeat('€', 400000)", "cell_too_large"),
+    # 900 rows x 15,000 code points: 13.5 M code points, 40.5 MB of UTF-8 (over the 32 MiB cap),
+    # each cell 45 KB (under the 64 KiB cell cap)
+    ("SELECT repeat('€', 15000) AS s FROM fct_orders LIMIT 900", "result_too_large"),
+    # lists of empty strings: 101,860 lists of 6, each element still framed
+    ("SELECT list(['', '', '', '', '', '']) FROM fct_order_items", "cell_too_large"),
+])
+def test_bytes_not_rows_are_capped(guard, sql, reason):
+    r = guard.execute(sql)
+    assert (r.status, r.layer, r.reason) == ("refused", "cap", reason), r.describe()
+    assert r.result is None and not r.truncated
+    ok = guard.execute("SELECT count(*) FROM dim_customers")
+    assert ok.ok and ok.result.rows == [[8000]]
+
+
+def test_many_rows_of_empty_lists_are_capped(serving_snapshot, guard_policy):
+    from sqleval_pipeline.guard.sandbox import WorkerPool
+
+    policy = guard_policy.with_overrides({"limits": {"max_result_bytes": 2 << 20}})
+    with WorkerPool(serving_snapshot.path, policy, size=1) as pool:
+        # 1,000 rows of 1,000 empty strings: 0 bytes by length, ~3 MB encoded
+        r = pool.run("SELECT list('') FROM range(1000000) GROUP BY range % 1000")
+        assert not r.ok and r.sandbox_reason == "result_too_large" and r.rows == []
+        ok = pool.run("SELECT list('') FROM range(100000) GROUP BY range % 1000")
+        assert ok.ok and len(ok.rows) == 1000

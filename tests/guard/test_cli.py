@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from sqleval_pipeline.guard.cli import app
@@ -60,3 +61,61 @@ def test_check_command():
     assert runner.invoke(app, ["check", "SELECT count(*) FROM fct_orders"]).exit_code == 0
     res = runner.invoke(app, ["check", "SELECT * FROM hr.salaries"])
     assert res.exit_code == 1 and "qualifier_not_allowed" in res.output
+
+
+def test_sql_text_is_not_rich_markup(tmp_path, serving_snapshot):
+    """A got-through SQL containing `[/x]` (closing-tag markup) is printed, not interpreted."""
+    cases = _write(tmp_path, [
+        {"id": "m[/x]1", "category": "benign[/b]", "sql": "SELECT '[/x]' AS a, '[bold]' AS b, count(*) FROM {table}"},
+        {"id": "m2", "category": "benign", "sql": 'SELECT "nope_[/x]" FROM {table}', "expect": "filter"},
+    ])
+    res = runner.invoke(app, ["run", "--cases", str(cases), "--snapshot", str(serving_snapshot.path),
+                              "--manifest", _manifest(serving_snapshot), "--json", str(tmp_path / "r.json")])
+    assert res.exit_code == 1, (res.output, res.exception)
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert "[/x]" in res.output and "got through" in res.output
+    assert "not proven blocked by a guard layer" in res.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["failures"] == ["m[/x]1", "m2"]
+    assert report["cases"][0]["sample"] and "[/x]" in report["cases"][0]["sample"][0]
+
+
+def test_check_and_run_agree_on_catalog_qualified_names(tmp_path, serving_snapshot):
+    """`check` (the project's pinned manifest) and `run` (the serving file) use the snapshot's
+    database name: `"<snapshot id>".main.<table>` is allowed by both."""
+    from sqleval_pipeline import paths
+    from sqleval_pipeline import snapshot as snap
+
+    pinned = snap.read_pinned(paths.REPO_ROOT / "snapshots")
+    if pinned != serving_snapshot.snapshot_id:
+        pytest.skip(f"the session snapshot {serving_snapshot.snapshot_id} is not the pinned {pinned}")
+    sql = f'SELECT count(*) FROM "{pinned}".main.fct_orders'
+    assert runner.invoke(app, ["check", sql]).exit_code == 0
+    other = 'SELECT count(*) FROM "snap-000000000000".main.fct_orders'
+    assert runner.invoke(app, ["check", other]).exit_code == 1
+    cases = _write(tmp_path, [{"id": "a", "category": "benign", "sql": sql.replace("fct_orders", "{table}")},
+                              {"id": "b", "category": "benign", "sql": other.replace("fct_orders", "{table}")}])
+    out = tmp_path / "r.json"
+    res = runner.invoke(app, ["run", "--cases", str(cases), "--snapshot", str(serving_snapshot.path),
+                              "--manifest", _manifest(serving_snapshot), "--json", str(out)])
+    assert out.exists(), (res.output, res.exception)
+    a, b = json.loads(out.read_text())["cases"]
+    assert a["verdict"] == "got_through" and len(a["sample"]) == 1  # allowed and ran
+    assert b["verdict"] == "blocked" and b["blocked_by"] == "filter"
+
+
+@pytest.mark.parametrize("sql, said, not_said", [
+    ("SELECT * FROM range(10)", "range()", "generate_series"),
+    ("SELECT * FROM generate_series(1, 10)", "generate_series()", "range()"),
+    ("CHECKPOINT", "CHECKPOINT is a command", "COLUMN"),
+    ("ABORT", "ABORT is a command", "COLUMN"),
+])
+def test_reasons_name_what_the_user_wrote(sql, said, not_said):
+    res = runner.invoke(app, ["check", sql])
+    assert res.exit_code == 1 and said in res.output and not_said not in res.output, res.output
+
+
+def test_check_prints_markup_literally():
+    res = runner.invoke(app, ["check", "SELECT * FROM \"[/x]\""])
+    assert res.exit_code == 1 and (res.exception is None or isinstance(res.exception, SystemExit))
+    assert "[/x]" in res.output

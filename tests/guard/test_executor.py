@@ -82,3 +82,54 @@ def test_setup_refuses_a_file_with_sensitive_schemas(tmp_path, serving_snapshot)
         GuardedExecutor(bad, as_of=serving_snapshot.manifest.as_of)
     with pytest.raises(GuardSetupError, match="missing"):
         GuardedExecutor(tmp_path / "nope.duckdb", as_of=serving_snapshot.manifest.as_of)
+
+
+# --------------------------------------------------------------------------- no paths in messages
+
+import os  # noqa: E402
+import tempfile  # noqa: E402
+
+from sqleval_pipeline.guard.executor import GuardResult, scrub_paths  # noqa: E402
+from sqleval_pipeline.guard.sandbox import WorkerReply  # noqa: E402
+
+
+def _paths(serving_snapshot) -> list[str]:
+    return [str(serving_snapshot.path), str(serving_snapshot.path.parent), os.path.expanduser("~"),
+            os.path.expanduser("~/.duckdb/extensions/v1.2.0/linux_amd64/httpfs.duckdb_extension"),
+            "~/.duckdb/extensions/v1.2.0/linux_amd64/httpfs.duckdb_extension", tempfile.gettempdir(),
+            "/etc/passwd", "/var/lib/x"]
+
+
+@pytest.mark.parametrize("error_class, template, reason", [
+    ("IOException", 'IO Error: Cannot open file "{p}": No such file or directory', "i_o_error"),
+    ("PermissionException", "Permission Error: Cannot access file '{p}' - disabled", "permission_denied"),
+    ("OutOfMemoryException", "Out of Memory Error: could not spill to {p}/tmp.block", "memory_limit"),
+    ("InvalidInputException", "Invalid Input Error: extension {p} not found ({p})", "invalid_input_error"),
+])
+def test_error_messages_carry_no_paths(guard, serving_snapshot, error_class, template, reason):
+    for path in _paths(serving_snapshot):
+        reply = WorkerReply(False, error_class=error_class, error_message=template.format(p=path))
+        r = guard._from_reply(reply, {"sql": "SELECT 1"}, 0.0, "SELECT 1", ())
+        assert r.reason == reason and "<path>" in r.message, r.message
+        for leak in (str(serving_snapshot.path.parent), os.path.expanduser("~"), tempfile.gettempdir(),
+                     "/etc", ".duckdb/extensions", "/var/lib"):
+            assert leak not in r.message, (path, r.message)
+        assert leak not in json.dumps(r.to_record())
+    # the sandbox's own messages too
+    crash = WorkerReply(False, sandbox_reason="worker_crashed",
+                        error_message=f"the worker died in {serving_snapshot.path.parent}")
+    assert str(serving_snapshot.path.parent) not in guard._from_reply(crash, {"sql": "x"}, 0, "x", ()).message
+
+
+def test_any_result_message_is_scrubbed(serving_snapshot):
+    r = GuardResult("error", sql="SELECT 1", message=f"failed on {serving_snapshot.path}")
+    assert r.message == "failed on <path>"
+    assert scrub_paths("Division by zero: 1/0 and a/b") == "Division by zero: 1/0 and a/b"
+
+
+def test_a_real_database_error_is_scrubbed(guard, serving_snapshot):
+    path = serving_snapshot.path
+    r = guard.execute(f"SELECT error('cannot open {path} or ~/.duckdb/extensions/x.duckdb_extension')")
+    if r.layer == "filter":
+        pytest.skip(f"error() is refused by the filter here: {r.message}")
+    assert r.status == "error" and "<path>" in r.message and str(path.parent) not in r.message, r.message

@@ -107,7 +107,10 @@ def test_a_harmless_case_is_reported_as_got_through(guard, tmp_path, serving_sna
     assert [v.verdict for v in report.verdicts] == ["got_through", "got_through", "declined"]
     assert not report.passed and report.checksum_unchanged
     summary = report.summary()["benign"]
-    assert summary == {"cases": 3, "blocked": 0, "declined": 1, "got_through": 2}
+    assert summary == {"cases": 3, "blocked": 0, "blocked_by_error": 0, "declined": 1, "got_through": 2}
+    b2 = report.verdicts[1]  # the report shows the first rows of what ran, bounded
+    assert len(b2.sample) == 3 and all(len(line) <= 201 for line in b2.sample)
+    assert b2.sample[0].startswith("(") and report.to_json()["cases"][1]["sample"] == b2.sample
     json.dumps(report.to_json(), default=str)
 
 
@@ -139,3 +142,42 @@ def test_case_file_validation(tmp_path, line, match):
 
 def test_snapshot_checksum_unchanged(serving_snapshot, checksum_before, guard):
     assert file_checksum(serving_snapshot.path) == checksum_before
+
+
+def test_a_plain_sql_error_is_not_proven_blocked(guard, tmp_path):
+    """A case that passed the filter and failed in DuckDB with a binder / catalog error was not
+    blocked by a guard layer: reported apart, a failure when the case expects a layer."""
+    f = tmp_path / "cases.jsonl"
+    f.write_text(json.dumps({"id": "e1", "category": "x", "sql": "SELECT no_such_column FROM fct_orders",
+                             "expect": "filter"}) + "\n"
+                 + json.dumps({"id": "e2", "category": "x", "sql": "SELECT no_such_column FROM fct_orders"})
+                 + "\n"
+                 + json.dumps({"id": "p1", "category": "x", "sql": "SELECT * FROM read_blob('/etc/passwd')"})
+                 + "\n")
+    report = run_suite(load_cases([f]), guard, sut=lambda q: None)
+    e1, e2, p1 = report.verdicts
+    assert (e1.verdict, e1.blocked_by, e1.reason) == ("blocked_by_error", None, "binder_error")
+    assert e1.failed and not e2.failed and e2.verdict == "blocked_by_error"
+    assert p1.verdict == "blocked" and p1.blocked_by in {"filter", "database"}
+    assert not report.passed and [v.case_id for v in report.failures] == ["e1"]
+    assert report.summary()["x"]["blocked_by_error"] == 2 and report.summary()["x"]["blocked"] == 1
+    data = report.to_json()
+    assert data["unproven"] == ["e1", "e2"] and data["failures"] == ["e1"]
+    assert "not proven blocked" in data["cases"][0]["note"]
+
+
+@pytest.mark.parametrize("status, layer, reason, source, expected", [
+    ("error", None, "binder_error", "sql", ("blocked_by_error", None)),
+    ("error", None, "catalog_error", "sql", ("blocked_by_error", None)),
+    ("error", None, "sandbox_unavailable", "harness", ("got_through", None)),
+    ("refused", "database", "permission_denied", None, ("blocked", "database")),
+    ("refused", "database", "memory_limit", None, ("blocked", "database")),
+    ("timeout", "sandbox", "wall_clock_kill", None, ("blocked", "sandbox")),
+    ("refused", "cap", "cell_too_large", None, ("blocked", "cap")),
+])
+def test_judge_separates_lockdown_refusals_from_sql_errors(status, layer, reason, source, expected):
+    from sqleval_pipeline.guard.executor import GuardResult
+    from sqleval_pipeline.guard.hostile import judge
+
+    r = GuardResult(status, sql="SELECT 1", layer=layer, reason=reason, error_source=source)
+    assert judge(r, []) == expected

@@ -68,3 +68,41 @@ def test_missing_or_empty_policy(tmp_path):
     f.write_text("allowlist: {tables: []}\n")
     with pytest.raises(PolicyError, match="empty"):
         load_policy(f)
+
+
+def test_function_allowlist_is_loaded_and_excludes_the_dangerous_families():
+    from sqleval_pipeline.guard.policy import ALLOWED_FUNCTIONS, ALLOWED_TABLE_FUNCTIONS
+
+    p = demo_policy()
+    assert p.allowed_functions == ALLOWED_FUNCTIONS and len(ALLOWED_FUNCTIONS) > 500
+    assert ALLOWED_TABLE_FUNCTIONS == {"range", "generate_series", "unnest"}
+    for name in ("sum", "date_trunc", "regexp_matches", "list_transform", "row_number", "strftime"):
+        assert p.function_allowed(name), name
+    for name in ("now", "current_date", "get_current_timestamp", "ago", "uuidv7", "query", "query_table",
+                 "read_blob", "current_setting", "get_block_size", "duckdb_settings", "pragma_version",
+                 "json_serialize_sql", "json_deserialize_sql", "json_execute_serialized_sql", "getvariable",
+                 "version", "nextval", "sleep_ms", "write_log"):
+        assert not p.function_allowed(name), name
+    assert p.function_allowed("age", 2) and not p.function_allowed("age", 1)
+    assert p.table_function_allowed("range") and not p.table_function_allowed("read_csv")
+
+
+def test_an_override_can_narrow_the_function_allowlist_but_never_widen_it():
+    p = demo_policy()
+    narrowed = p.with_overrides({"denied_functions": {"names": ["md5"]}})
+    assert not narrowed.function_allowed("md5") and p.function_allowed("md5")
+    only = p.with_overrides({"allowlist": {"functions": ["sum", "count_star"]}})
+    assert only.function_allowed("sum") and not only.function_allowed("avg")
+    assert only.version != p.version
+    with pytest.raises(PolicyError, match="allowlist"):
+        only.with_overrides({"allowlist": {"functions": ["sum", "avg"]}})
+    with pytest.raises(PolicyError, match="reviewed function allowlist"):
+        p.with_overrides({"allowlist": {"functions": ["sum", "read_blob"]}})
+
+
+def test_the_allowlist_file_is_what_the_generator_produces():
+    """functions.yaml is generated from duckdb_functions(); a DuckDB upgrade shows up here."""
+    from sqleval_pipeline.guard import allowlist_gen
+    from sqleval_pipeline.guard.policy import FUNCTIONS_PATH
+
+    assert allowlist_gen.render(allowlist_gen.generate()) == FUNCTIONS_PATH.read_text(encoding="utf-8")

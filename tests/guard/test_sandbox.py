@@ -105,3 +105,112 @@ def test_concurrent_queries(guard):
         t.join()
     assert len(results) == 20 and all(r.ok for r in results)
     assert len({tuple(r.result.rows[0]) for r in results}) == 1
+
+
+# --------------------------------------------------------------------------- worker poisoning
+
+from sqleval_pipeline.guard import sandbox as sandbox_mod  # noqa: E402
+from sqleval_pipeline.guard.database import fresh_connection, open_guarded_database  # noqa: E402
+
+#: trips DuckDB's memory limit (OutOfMemoryException) under the test policy
+MEMORY_BOMB = "SELECT length(string_agg(repeat('x', 1000000), '')) FROM range(5000)"
+LEGIT = "SELECT count(*), sum(quantity) FROM fct_order_items"
+
+
+def test_memory_refusals_recycle_the_worker(serving_snapshot, guard_policy):
+    with WorkerPool(serving_snapshot.path, guard_policy, size=2) as p:
+        expected = p.run(LEGIT)
+        assert expected.ok
+        bombs = [p.run(MEMORY_BOMB) for _ in range(2)]
+        assert all(not b.ok and sandbox_mod.memory_failure(b.error_class, b.error_message) for b in bombs)
+        assert p.recycled["memory_failure"] == 2
+        assert not {b.worker_pid for b in bombs} & set(p.worker_pids())  # both poisoned workers are gone
+        # an address-space bomb (interrupted or refused): whatever its outcome, the pool serves on
+        big = p.run("SELECT list(range(100000000))")
+        assert not big.ok
+        # a legitimate query on every worker
+        legit = [p.run(LEGIT) for _ in range(4)]
+        assert all(r.ok and r.rows == expected.rows for r in legit), [r.error_message for r in legit]
+        assert {r.worker_pid for r in legit} == set(p.worker_pids())
+
+
+def test_worker_above_the_rss_threshold_is_recycled(serving_snapshot, guard_policy):
+    policy = guard_policy.with_overrides({"sandbox": {"recycle_rss_mb": 64}})
+    with WorkerPool(serving_snapshot.path, policy, size=1) as p:
+        first = p.run("SELECT 1")
+        rss, vm = sandbox_mod.process_memory(p.worker_pids()[0])
+        assert rss and vm
+        second = p.run("SELECT 1")
+        assert first.ok and second.ok and first.worker_pid != second.worker_pid
+        assert p.recycled["rss"] >= 1
+    with WorkerPool(serving_snapshot.path, guard_policy, size=1) as p:  # default: kept
+        assert len({p.run("SELECT 1").worker_pid for _ in range(3)}) == 1 and p.replaced == 0
+
+
+def test_worker_above_the_vm_threshold_is_recycled(serving_snapshot, guard_policy):
+    policy = guard_policy.with_overrides({"sandbox": {"recycle_vm_mb": 64}})
+    with WorkerPool(serving_snapshot.path, policy, size=1) as p:
+        pids = {p.run("SELECT 1").worker_pid for _ in range(3)}
+        assert len(pids) == 3 and p.recycled["vm"] == 3
+
+
+@pytest.mark.parametrize("cls, msg, expected", [
+    ("OutOfMemoryException", "Out of Memory Error: failed to allocate data of size 512.0 MiB", True),
+    ("MemoryError", "", True),
+    ("InvalidInputException", "Failed to allocate block of 4294967296 bytes (bad allocation)", True),
+    ("MemoryError", "reply could not be sent: ", True),
+    ("BinderException", "Binder Error: column x not found", False),
+    (None, None, False),
+])
+def test_memory_failure(cls, msg, expected):
+    assert sandbox_mod.memory_failure(cls, msg) is expected
+
+
+def test_start_failure_does_not_leak_the_work_directory(serving_snapshot, guard_policy, monkeypatch):
+    made = []
+    real = sandbox_mod.tempfile.mkdtemp
+
+    def mkdtemp(*a, **kw):
+        made.append(real(*a, **kw))
+        return made[-1]
+
+    def broken(self, timeout=0):
+        raise RuntimeError("start-up failed for another reason")
+
+    monkeypatch.setattr(sandbox_mod.tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(sandbox_mod._Worker, "wait_ready", broken)
+    with pytest.raises(RuntimeError, match="another reason"):
+        WorkerPool(serving_snapshot.path, guard_policy, size=2)
+    assert made and not os.path.exists(made[0])
+
+
+# --------------------------------------------------------------------------- file access
+
+
+def test_the_database_layer_cannot_read_the_serving_file(serving_snapshot, guard_policy):
+    import duckdb
+
+    root = open_guarded_database(serving_snapshot.path, guard_policy)
+    try:
+        for path in (serving_snapshot.path, serving_snapshot.path.resolve()):
+            for fn in ("read_blob", "read_text"):
+                with fresh_connection(root) as con, pytest.raises(duckdb.PermissionException):
+                    con.execute(f"SELECT * FROM {fn}('{path}')").fetchall()
+        with fresh_connection(root) as con:  # the served tables still read fine
+            assert con.execute("SELECT count(*) FROM fct_orders").fetchone() == (60000,)
+    finally:
+        root.close()
+
+
+def test_the_parent_never_reads_more_than_the_wire_limit(serving_snapshot, guard_policy, monkeypatch):
+    """Even a worker that does not check its reply's size cannot make the parent read more."""
+    with WorkerPool(serving_snapshot.path, guard_policy, size=1) as p:
+        (w,) = list(p._all)
+        real_send = w.conn.send
+        w.conn.send = lambda req: real_send({**req, "max_wire_bytes": None})  # the worker won't check
+        monkeypatch.setattr(sandbox_mod, "wire_limit", lambda policy: 50_000)
+        r = p.run("SELECT repeat('x', 1000) FROM fct_orders LIMIT 200")  # ~200 KB pickled
+        assert not r.ok and r.sandbox_reason == "result_too_large" and r.rows == []
+        assert p.recycled["oversized_reply"] == 1
+        ok = p.run("SELECT repeat('x', 10) FROM fct_orders LIMIT 20")
+        assert ok.ok and len(ok.rows) == 20

@@ -44,24 +44,25 @@ def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
     report_path.write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
     summary = report.summary()
     through = report.got_through
-    lines = ["| category | cases | blocked | filter | database | sandbox | cap | got through |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| category | cases | blocked | filter | database | sandbox | cap | by SQL error | got through |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for cat, row in sorted(summary.items()):
         lines.append(f"| {cat} | {row['cases']} | {row['blocked']} | {row.get('by_filter', 0)} | "
                      f"{row.get('by_database', 0)} | {row.get('by_sandbox', 0)} | "
-                     f"{row.get('by_cap', 0)} | {row['got_through']} |")
+                     f"{row.get('by_cap', 0)} | {row.get('blocked_by_error', 0)} | {row['got_through']} |")
     yield dg.MaterializeResult(metadata={
         "cases": len(report.verdicts),
         "not_instantiated": dg.MetadataValue.json([f"{t}: {r}" for t, r in skipped]),
         "got_through": len(through),
+        "unproven": len(report.failures) - len(through),
         "seconds": round(report.seconds, 1),
         "per_category": dg.MetadataValue.md("\n".join(lines)),
         "report": dg.MetadataValue.path(str(report_path)),
     })
     yield dg.AssetCheckResult(
-        check_name="all_hostile_cases_blocked", passed=not through,
-        metadata={"got_through": dg.MetadataValue.json(
-            [f"{v.case_id}: {v.status} {v.reason or ''}" for v in through])},
+        check_name="all_hostile_cases_blocked", passed=not report.failures,
+        metadata={"failures": dg.MetadataValue.json(
+            [f"{v.case_id}: {v.verdict} {v.status} {v.reason or ''}" for v in report.failures])},
     )
     yield dg.AssetCheckResult(
         check_name="snapshot_checksum_unchanged", passed=report.checksum_unchanged,

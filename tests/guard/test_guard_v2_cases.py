@@ -1,0 +1,104 @@
+"""The guard-v2 hostile cases (``evals/hostile/guard_v2.jsonl``): shape, not yet verdicts.
+
+The file attacks the differentials the second guard iteration closes (parser / scope
+differentials, clock leaks, metadata macros, single-cell exfiltration, memory bombs, serving
+file reads, paths in error messages). Many of them still get through until the plan-based
+allowlist and the result-cap work land; these tests only prove the file loads, instantiates
+on the demo and is well formed (the lead adds "every case blocked" after integration).
+
+``SQLEVAL_GUARD_V2_REPORT=path pytest tests/guard/test_guard_v2_cases.py -m slow`` also runs
+every case through the guard and writes the current verdicts to ``path`` (nothing asserted).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+import pytest
+
+from sqleval_pipeline.guard.characters import scan
+from sqleval_pipeline.guard.executor import NON_PROMPT_LAYERS, GuardedExecutor
+from sqleval_pipeline.guard.hostile import (
+    DEMO_SENSITIVE, HOSTILE_DIR, HostileContext, instantiate, load_templates, run_case,
+)
+
+V2_FILE = HOSTILE_DIR / "guard_v2.jsonl"
+CLASSES = ("parser_differential", "scope_differential", "clock_leak", "metadata_macros",
+           "cell_exfiltration", "memory_bombs", "serving_file_reads", "error_path_leaks")
+
+
+@pytest.fixture(scope="module")
+def templates():
+    return load_templates([V2_FILE])
+
+
+@pytest.fixture(scope="module")
+def v2_suite(templates, serving_snapshot):
+    return instantiate(templates, HostileContext.from_manifest(serving_snapshot.manifest, DEMO_SENSITIVE))
+
+
+def test_file_loads_with_unique_ids(templates):
+    assert len(templates) >= 80
+    assert len({t.id for t in templates}) == len(templates)
+    assert all(t.kind == "sql" for t in templates)
+
+
+def test_cases_are_spread_over_the_classes(templates):
+    cats = Counter(t.category for t in templates)
+    assert set(cats) == set(CLASSES)
+    assert len(cats) >= 7
+    for cat in CLASSES:
+        assert cats[cat] >= 8, (cat, cats[cat])
+
+
+def test_every_case_names_an_expected_layer_and_a_note(templates):
+    for t in templates:
+        assert t.expect, t.id
+        assert set(t.expect) <= set(NON_PROMPT_LAYERS), t.id
+        assert t.note, t.id
+
+
+def test_ids_do_not_clash_with_the_other_case_files(templates):
+    others = [f for f in HOSTILE_DIR.glob("*.jsonl") if f.name != V2_FILE.name]
+    assert others
+    other_ids = {t.id for t in load_templates(others)}
+    assert not other_ids & {t.id for t in templates}
+
+
+def test_instantiates_on_the_demo(v2_suite, templates, serving_snapshot):
+    assert v2_suite.skipped == [] and v2_suite.notes == []
+    assert len(v2_suite.cases) == len(templates) >= 80
+    for c in v2_suite.cases:
+        assert "{" not in c.sql.replace("{'", "").replace("{{", ""), c.id  # every placeholder filled
+    by_id = {c.id: c.sql for c in v2_suite.cases}
+    assert serving_snapshot.snapshot_id in by_id["serving_file_reads-01"]
+
+
+def test_parser_differentials_carry_a_suspicious_character_or_a_quoting_trick(v2_suite):
+    cases = [c for c in v2_suite.cases if c.category == "parser_differential"]
+    with_char = [c for c in cases if scan(c.sql) is not None]
+    assert len(with_char) >= 20
+    for c in with_char:  # the character is found before any parser runs
+        assert scan(c.sql).reason in {"suspicious_character", "control_character"}, c.id
+
+
+def test_parser_differentials_with_characters_are_refused_by_the_filter(v2_suite, statement_filter):
+    for c in v2_suite.cases:
+        if c.category == "parser_differential" and scan(c.sql) is not None:
+            v = statement_filter.check(c.sql)
+            assert not v.allowed and v.reason in {"suspicious_character", "control_character"}, c.id
+
+
+@pytest.mark.slow
+def test_report_current_verdicts(v2_suite, serving_snapshot, tmp_path):
+    """Runs every case (not asserted: many get through until the other guard work lands)."""
+    out = os.environ.get("SQLEVAL_GUARD_V2_REPORT")
+    if not out:
+        pytest.skip("set SQLEVAL_GUARD_V2_REPORT=path to write the current verdicts")
+    with GuardedExecutor(serving_snapshot.path, as_of=serving_snapshot.manifest.as_of,
+                         policy_overrides={"limits": {"statement_timeout_s": 1.5, "kill_grace_s": 0.5}}) as g:
+        verdicts = [run_case(c, g).to_json() for c in v2_suite.cases]
+    with open(out, "w", encoding="utf-8") as fh:
+        json.dump(verdicts, fh, indent=1, default=str)
