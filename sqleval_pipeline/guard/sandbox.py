@@ -259,7 +259,7 @@ def _watchdog() -> _Watchdog:
 
 def _run_one(root, fresh_connection, req: dict) -> dict:
     from sqleval_pipeline.guard import duckdb_view
-    from sqleval_pipeline.guard.cap import estimate_size, fetch_capped
+    from sqleval_pipeline.guard.cap import fetch_capped, nested_columns, precheck_nested
 
     t0 = time.perf_counter()
     with fresh_connection(root) as con:
@@ -282,6 +282,12 @@ def _run_one(root, fresh_connection, req: dict) -> dict:
             view_ms = {"parse_ms": view.parse_ms, "plan_ms": view.plan_ms}
             cur = con.execute(statements[0])
             desc = cur.description or []
+            if nested_columns(desc):
+                # a nested value is measured by DuckDB before Python converts it (cap.py)
+                precheck_nested(con, statements[0].query, desc, req["row_cap"],
+                                max_bytes=req["max_result_bytes"], max_cell_bytes=req.get("max_cell_bytes"))
+                cur = con.execute(statements[0])
+                desc = cur.description or []
             # rows and bytes are counted while fetching: an oversized result stops the fetch
             rows, truncated = fetch_capped(cur, req["row_cap"], max_bytes=req["max_result_bytes"],
                                            max_cell_bytes=req.get("max_cell_bytes"))

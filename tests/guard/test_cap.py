@@ -162,3 +162,71 @@ def test_many_rows_of_empty_lists_are_capped(serving_snapshot, guard_policy):
         assert not r.ok and r.sandbox_reason == "result_too_large" and r.rows == []
         ok = pool.run("SELECT list('') FROM range(100000) GROUP BY range % 1000")
         assert ok.ok and len(ok.rows) == 1000
+
+
+# --------------------------------------------------------------------------- nested values measured by DuckDB
+
+
+def _precheck(sql: str, *, row_cap: int = 1000, max_bytes: int | None = 1 << 20, max_cell: int | None = 1 << 10):
+    import duckdb
+
+    from sqleval_pipeline.guard.cap import precheck_nested
+
+    con = duckdb.connect()
+    st = con.extract_statements(sql)[0]
+    desc = con.execute(st).description
+    precheck_nested(con, st.query, desc, row_cap, max_bytes=max_bytes, max_cell_bytes=max_cell)
+
+
+def test_nested_columns_are_found_by_type():
+    import duckdb
+
+    from sqleval_pipeline.guard.cap import nested_columns
+
+    desc = duckdb.connect().execute(
+        "SELECT 1 AS a, [1] AS b, {'x': 1} AS c, MAP {'k': 1} AS d, 'x' AS e, [1, 2]::INT[2] AS f").description
+    assert nested_columns(desc) == [1, 2, 3, 5]
+
+
+@pytest.mark.parametrize("sql, reason", [
+    # one list of 2,000 ints: about 12 KB of text, over the 1 KiB cell cap
+    ("SELECT list(range) AS l FROM range(2000)", "cell_too_large"),
+    # duplicate output names and a trailing comment cannot break the wrapper
+    ("SELECT 1 AS l, list(range) AS l FROM range(2000) -- the end", "cell_too_large"),
+    # a struct of a big string
+    ("SELECT {'s': repeat('x', 5000)} AS s", "cell_too_large"),
+    # 600 rows of 500-byte lists: each under the cell cap, 300 KB together, over a 100 KB cap
+    ("SELECT list(repeat('y', 20)) AS l FROM range(600 * 20) GROUP BY range % 600", "result_too_large"),
+])
+def test_nested_precheck_refuses_before_conversion(sql, reason):
+    max_bytes = 100_000 if reason == "result_too_large" else 1 << 20
+    with pytest.raises(CapExceeded) as info:
+        _precheck(sql, max_bytes=max_bytes)
+    assert info.value.reason == reason
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT list(range) AS l FROM range(50)",            # small list
+    "SELECT range AS n, 'x' AS s FROM range(5000)",      # no nested column: nothing measured
+    "SELECT list(repeat('y', 20)) FROM range(600 * 20) GROUP BY range % 600",  # 300 KB, under 1 MiB
+])
+def test_nested_precheck_lets_results_within_the_caps_through(sql):
+    _precheck(sql)
+
+
+def test_nested_precheck_measures_only_the_rows_kept():
+    # 10 rows under the row cap of 10, the 11th row's list is huge: not measured (truncated away)
+    sql = ("SELECT CASE WHEN range < 10 THEN ['a'] ELSE list_value(repeat('z', 100000)) END AS l "
+           "FROM range(11) ORDER BY range")
+    _precheck(sql, row_cap=10)
+    with pytest.raises(CapExceeded):
+        _precheck(sql, row_cap=11)
+
+
+def test_a_table_in_one_window_cell_is_refused_by_the_cap(guard):
+    """A table packed into one list cell by a window aggregate: the cap refuses it (DuckDB
+    measures the cell before Python converts it), and the worker answers the next query."""
+    r = guard.execute("SELECT list(t) OVER () AS l FROM fct_order_items t LIMIT 1")
+    assert (r.status, r.layer, r.reason) == ("refused", "cap", "cell_too_large"), r.describe()
+    ok = guard.execute("SELECT [1, 2] AS l, {'a': 'b'} AS s")
+    assert ok.ok and ok.result.rows == [[[1, 2], {"a": "b"}]], ok.describe()
