@@ -156,10 +156,15 @@ def run(
 
 
 @app.command("check")
-def check(sql: Annotated[str, typer.Argument(help="SQL text to check with the statement filter")]) -> None:
-    """Run only the statement filter on one SQL text and print its verdict (the project's
-    policy over its pinned snapshot, catalog-qualified names included)."""
-    from sqleval_pipeline.guard.policy import project_policy
+def check(sql: Annotated[str, typer.Argument(help="SQL text to check")],
+          filter_only: Annotated[bool, typer.Option("--filter-only", help="only sqlglot's view (needs only "
+                                                     "the pinned manifest, not the serving file)")] = False) -> None:
+    """Decide one SQL text as the guard would, without executing it: the statement filter,
+    the pinned clock, then DuckDB's own view (parse tree and bound plan) on the pinned
+    serving file. Exit 0 when it would run, 1 when it is refused."""
+    from sqleval_pipeline.guard.executor import GuardedExecutor, GuardSetupError
+    from sqleval_pipeline.guard.policy import PolicyError, project_policy
+    from sqleval_pipeline.guard.sandbox import SandboxError
     from sqleval_pipeline.guard.statement_filter import StatementFilter
 
     from sqleval_pipeline import snapshot as snap
@@ -171,13 +176,31 @@ def check(sql: Annotated[str, typer.Argument(help="SQL text to check with the st
         if pinned is None:
             _fail(f"no pinned snapshot in {project.manifest_dir}; run `sqleval build`")
         manifest = snap.SnapshotManifest.from_file(snap.manifest_path(project.manifest_dir, pinned))
-    except (ProjectError, snap.SnapshotError) as exc:
+        policy = project_policy(project, manifest)
+    except (ProjectError, snap.SnapshotError, PolicyError) as exc:
         _fail(str(exc))
-    v = StatementFilter(project_policy(project, manifest),
-                        database_names={manifest.snapshot_id}).check(sql)
-    if v.allowed:
-        console.print(f"[green]allowed[/] (tables: {escape(', '.join(v.tables) or '-')}; "
-                      f"{v.elapsed_ms:.2f} ms)")
-    else:
+    serving = snap.serving_path(project.home.snapshot_dir, pinned)
+    if filter_only or not serving.exists():
+        v = StatementFilter(policy, database_names={manifest.snapshot_id}).check(sql)
+        note = "" if filter_only else (f"; DuckDB's view not checked: {serving.name} is not built here "
+                                       "(run `sqleval build`)")
+        if v.allowed:
+            console.print(f"[green]allowed by the statement filter[/] (tables: {escape(', '.join(v.tables) or '-')}; "
+                          f"{v.elapsed_ms:.2f} ms{escape(note)})", highlight=False)
+            return
         console.print(f"[red]refused[/] {escape(str(v.reason))}: {escape(str(v.message))}", highlight=False)
         raise typer.Exit(1)
+    logging.getLogger("sqleval_pipeline.guard").setLevel(logging.WARNING)
+    try:
+        with GuardedExecutor(serving, as_of=manifest.as_of, policy=policy, pool_size=1) as guard:
+            r = guard.decide(sql)
+    except (GuardSetupError, SandboxError) as exc:
+        _fail(str(exc))
+    rewritten = f"; runs as {r.executed_sql!r}" if r.executed_sql and r.executed_sql != sql else ""
+    if r.ok:
+        console.print(f"[green]allowed[/] (tables: {escape(', '.join(r.tables) or '-')}; "
+                      f"{r.elapsed_ms:.2f} ms{escape(rewritten)})", highlight=False)
+        return
+    label = "refused" if r.status == "refused" else f"{r.status}"
+    console.print(f"[red]{label}[/] {escape(str(r.reason))}: {escape(str(r.message))}", highlight=False)
+    raise typer.Exit(1)

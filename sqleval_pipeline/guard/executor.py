@@ -231,8 +231,15 @@ class GuardedExecutor:
     # ------------------------------------------------------------------ execution
 
     def check(self, sql: str):
-        """Run only the statement filter (no execution)."""
+        """Run only the statement filter, sqlglot's view (no execution; see :meth:`decide`)."""
         return self.filter.check(sql)
+
+    def decide(self, sql: str) -> GuardResult:
+        """Every check that comes before execution, nothing executed: the statement filter,
+        the pinned clock (and the filter again on the rewritten text), then DuckDB's own view
+        in a worker (parse tree and bound plan against the allowlists). Status ``ok`` with no
+        result when the statement would run; else the refusal :meth:`execute` would give."""
+        return self._run(sql, inspect_only=True)
 
     def execute(self, sql: str, *, timeout_s: float | None = None, limit: int | None = None,
                 log_extra: dict[str, Any] | None = None) -> GuardResult:
@@ -241,6 +248,10 @@ class GuardedExecutor:
         ``timeout_s`` lowers the statement timeout for this call; ``limit`` (serving paths)
         injects ``LIMIT`` so DuckDB itself stops after that many rows (the cap still applies).
         """
+        return self._run(sql, timeout_s=timeout_s, limit=limit, log_extra=log_extra)
+
+    def _run(self, sql: str, *, timeout_s: float | None = None, limit: int | None = None,
+             log_extra: dict[str, Any] | None = None, inspect_only: bool = False) -> GuardResult:
         t0 = time.perf_counter()
         policy = self.policy
         base = {"sql": sql if isinstance(sql, str) else repr(sql), "snapshot_id": self.snapshot_id,
@@ -248,7 +259,8 @@ class GuardedExecutor:
 
         def done(res: GuardResult) -> GuardResult:
             res.elapsed_ms = (time.perf_counter() - t0) * 1000
-            self._log(res, log_extra)
+            if not inspect_only:
+                self._log(res, log_extra)
             return res
 
         verdict = self.filter.check(sql)
@@ -285,7 +297,7 @@ class GuardedExecutor:
                                     executed_sql=executed, **base))
         timeout = min(timeout_s, policy.statement_timeout_s) if timeout_s else policy.statement_timeout_s
         try:
-            reply = self.pool.run(executed, timeout_s=timeout)
+            reply = self.pool.run(executed, timeout_s=timeout, inspect_only=inspect_only)
         except Exception as exc:  # noqa: BLE001 - a harness fault, not the SQL's
             return done(GuardResult("error", error_source="harness", reason="sandbox_unavailable",
                                     message=f"{type(exc).__name__}: {exc}", filter_ms=filter_ms,
@@ -309,6 +321,9 @@ class GuardedExecutor:
                     message=f"DuckDB reads {unseen} but the statement filter saw {list(verdict.tables)}: "
                             "the two parsers disagree about this text.", filter_ms=filter_ms,
                     executed_sql=executed, tables=verdict.tables, worker_pid=reply.worker_pid, **base))
+            if inspect_only:
+                return done(GuardResult("ok", filter_ms=filter_ms, executed_sql=executed, tables=verdict.tables,
+                                        worker_pid=reply.worker_pid, **base))
         return done(self._from_reply(reply, base, filter_ms, executed, verdict.tables))
 
     def _from_reply(self, reply: WorkerReply, base: dict, filter_ms: float, executed: str,

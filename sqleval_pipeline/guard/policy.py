@@ -89,6 +89,8 @@ class GuardPolicy(BaseModel):
     row_cap: int = Field(1000, gt=0, le=1_000_000)
     max_result_bytes: int = Field(32 << 20, gt=0)
     max_cell_bytes: int = Field(64 << 10, gt=0)
+    #: rows a range / generate_series table function with constant bounds may produce
+    max_series_rows: int = Field(1_000_000, ge=1, le=1_000_000_000)
     statement_timeout_s: float = Field(30.0, gt=0, le=3600)
     kill_grace_s: float = Field(2.0, ge=0.1, le=60)
     memory_limit_mb: int = Field(1024, ge=64)
@@ -194,7 +196,8 @@ class GuardPolicy(BaseModel):
 # --------------------------------------------------------------------------- file format
 
 _LIMIT_KEYS = ("max_sql_bytes", "row_cap", "max_result_bytes", "statement_timeout_s", "kill_grace_s",
-               "memory_limit_mb", "threads", "address_space_mb", "max_cell_bytes")
+               "memory_limit_mb", "threads", "address_space_mb", "max_cell_bytes",
+               "max_series_rows")
 _SANDBOX_KEYS = ("workers", "start_method", "max_queries_per_worker", "recycle_rss_mb", "recycle_vm_mb")
 _TOP_KEYS = {"version", "allowlist", "limits", "sandbox", "denied_functions"}
 

@@ -280,6 +280,10 @@ def _run_one(root, fresh_connection, req: dict) -> dict:
             if refusal is not None:
                 return duckdb_view.refusal_reply(refusal, view, (time.perf_counter() - t0) * 1000)
             view_ms = {"parse_ms": view.parse_ms, "plan_ms": view.plan_ms}
+            if req.get("inspect_only"):  # `guardrails check`: DuckDB's verdict, nothing executed
+                return {"ok": True, "columns": [], "types": [], "rows": [], "truncated": False,
+                        "elapsed_ms": (time.perf_counter() - t0) * 1000,
+                        "duckdb_tables": list(view.tables), "duckdb_functions": list(view.functions), **view_ms}
             cur = con.execute(statements[0])
             desc = cur.description or []
             if nested_columns(desc):
@@ -456,14 +460,19 @@ class WorkerPool:
         with self._lock:
             return sorted(w.pid for w in self._all if w.pid is not None)
 
-    def run(self, sql: str, *, timeout_s: float | None = None, row_cap: int | None = None) -> WorkerReply:
-        """Run one (already filtered) SQL text in a worker; never raises for SQL reasons."""
+    def run(self, sql: str, *, timeout_s: float | None = None, row_cap: int | None = None,
+            inspect_only: bool = False) -> WorkerReply:
+        """Run one (already filtered) SQL text in a worker; never raises for SQL reasons.
+
+        ``inspect_only``: compute and check DuckDB's view of the statement (parse tree and
+        bound plan, guard/duckdb_view.py) without executing it; an allowed statement comes
+        back ``ok`` with no rows."""
         policy = self.policy
         timeout = float(timeout_s if timeout_s is not None else policy.statement_timeout_s)
         wire = wire_limit(policy)
         req = {"sql": sql, "timeout_s": timeout, "row_cap": row_cap or policy.row_cap,
                "max_result_bytes": policy.max_result_bytes, "max_cell_bytes": policy.max_cell_bytes,
-               "max_wire_bytes": wire}
+               "max_wire_bytes": wire, "inspect_only": inspect_only}
         w = self._acquire()
         t0 = time.perf_counter()
         recycle = False

@@ -24,7 +24,10 @@ reason                     when
 ``select_into``            SELECT ... INTO
 ``parameter``              a bind parameter / session variable (``$1``, ``?``, ``@@x``)
 ``unsupported_construct``  a node type outside the allowlist of query constructs
-``table_function``         a function, LATERAL call or UNNEST used as a table
+``table_function``         a function or LATERAL call used as a table, other than ``range``,
+                           ``generate_series`` and ``unnest``
+``series_too_large``       ``range`` / ``generate_series`` in FROM with constant bounds that
+                           produce more than ``policy.max_series_rows`` rows (series.py)
 ``file_reference``         a table reference that names a file or URL (``FROM 'x.csv'``)
 ``qualifier_not_allowed``  a catalog/schema qualifier other than ``main`` / the snapshot
 ``table_not_allowed``      a table that is not on the allowlist (after CTE resolution)
@@ -71,6 +74,7 @@ from sqlglot.optimizer.scope import traverse_scope
 from sqleval_pipeline.guard._names import function_names
 from sqleval_pipeline.guard.clock import CLOCK_FUNCTIONS
 from sqleval_pipeline.guard.policy import GuardPolicy
+from sqleval_pipeline.guard.series import series_length
 
 LAYER = "filter"
 
@@ -257,7 +261,8 @@ class StatementFilter:
                 raise Refusal("parameter", "Bind parameters and session variables are not allowed.")
             if isinstance(node, exp.Func):
                 self._check_function(node)
-                if isinstance(node, exp.Unnest) and _in_table_position(node):
+                if isinstance(node, exp.Unnest) and _in_table_position(node) \
+                        and not policy.table_function_allowed("unnest"):
                     raise Refusal("table_function", "UNNEST used as a table is not allowed.")
                 continue
             if isinstance(node, exp.Condition) or isinstance(node, ALLOWED_STRUCTURE):
@@ -302,11 +307,11 @@ class StatementFilter:
 
     def _resolve_tables(self, root: exp.Expression) -> set[str]:
         all_tables = list(root.find_all(exp.Table))
+        series: set[int] = set()
         for t in all_tables:  # table functions / string tables first: clearest reason
             if not isinstance(t.this, exp.Identifier):
-                name = _func_label(t.this)
-                raise Refusal("table_function", f"The table function {name} is not allowed; "
-                                                "query the allowlisted tables directly.")
+                self._check_series(t.this)
+                series.add(id(t))
         try:
             scopes = list(traverse_scope(root))
         except RecursionError:
@@ -319,6 +324,8 @@ class StatementFilter:
             visible_ctes = {name.lower(): s for name, s in scope.cte_sources.items()}
             for table in scope.tables:
                 seen.add(id(table))
+                if id(table) in series:
+                    continue  # range / generate_series, checked above
                 name = table.name.lower()
                 qualified = bool(table.args.get("db") or table.args.get("catalog"))
                 if not qualified and name in visible_ctes and not _self_reference(table, name):
@@ -329,6 +336,19 @@ class StatementFilter:
             raise Refusal("unresolved_table", f"The table reference {missing[0].sql(dialect='duckdb')} "
                                               "could not be resolved to a scope.")
         return read
+
+    def _check_series(self, node: exp.Expression) -> None:
+        """A table function in FROM: only range / generate_series (series.py), within the
+        policy's ``max_series_rows`` when its bounds are constants."""
+        name = _func_label(node)
+        if not (isinstance(node, exp.GenerateSeries)
+                and self.policy.table_function_allowed(name.rstrip("()"))):
+            raise Refusal("table_function", f"The table function {name} is not allowed; "
+                                            "query the allowlisted tables directly.")
+        n = series_length(node)
+        if n is not None and n > self.policy.max_series_rows:
+            raise Refusal("series_too_large", f"The table function {name} would produce {n:,} rows; "
+                                              f"at most {self.policy.max_series_rows:,} are allowed.")
 
     def _check_table(self, table: exp.Table) -> str:
         name = table.name

@@ -133,3 +133,19 @@ def test_a_real_database_error_is_scrubbed(guard, serving_snapshot):
     if r.layer == "filter":
         pytest.skip(f"error() is refused by the filter here: {r.message}")
     assert r.status == "error" and "<path>" in r.message and str(path.parent) not in r.message, r.message
+
+
+def test_decide_checks_everything_before_execution_and_runs_nothing(guard):
+    ok = guard.decide("SELECT count(*) FROM fct_orders")
+    assert ok.ok and ok.result is None and ok.tables == ("fct_orders",), ok.describe()
+    # a cross join that would outlast the timeout: deciding it executes nothing, so it is not a timeout
+    bomb = guard.decide("SELECT count(*) FROM fct_order_items a, fct_order_items b, fct_order_items c")
+    assert bomb.ok and bomb.result is None, bomb.describe()
+    # DuckDB's view refuses what sqlglot's lets through (a quoted keyword bound to the clock)
+    clock = guard.decide('SELECT "current_timestamp" AS t')
+    assert (clock.status, clock.layer, clock.reason) == ("refused", "filter", "duckdb_function_not_allowed")
+    # the clock rewrite is reported as the text that would run
+    pinned = guard.decide("SELECT current_date AS d")
+    assert pinned.ok and "DATE '" in pinned.executed_sql
+    after = guard.execute("SELECT count(*) FROM fct_orders")  # the worker still answers
+    assert after.ok and after.result.rows[0][0] > 0, after.describe()
