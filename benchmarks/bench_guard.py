@@ -5,7 +5,10 @@
 Reports, in one run and interleaved query by query:
 
 * guarded execution (filter → pinned clock → sandboxed worker → cap) against raw DuckDB
-  execution of the same (clock-pinned) SQL — median, p95 and the median ratio. Raw is
+  execution of the same (clock-pinned) SQL — median, p95 and the median ratio — twice: with
+  the texts repeated (the filter and each worker cache their decision per text, as when a
+  configuration runs every case three times) and *cold*, every text new to the guard (a
+  unique trailing comment per repetition, so no decision is reused). Raw is
   measured two ways: on one warm connection held open (the cheapest possible), and with a
   short-lived read-only connection per query (what is required for anything that
   must not hold the file);
@@ -18,7 +21,7 @@ Reports, in one run and interleaved query by query:
 * worker-pool throughput in queries/second, one client thread per worker;
 * time for bombs to be contained (and for the pool to answer again).
 
-Targets (issue 3): guarded/raw median ratio ≤ 1.5, filter ≤ 2 ms median.
+Targets: guarded/raw (warm connection) median ratio ≤ 1.5, filter ≤ 2 ms median.
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ def per_check_costs(path: Path, policy, sf: StatementFilter, sqls: list[str], pi
                     t = time.perf_counter()
                     char_scan(sql)
                     costs["characters"].append((time.perf_counter() - t) * 1000)
-                costs["sqlglot_filter"].append(sf.check(sql).elapsed_ms)
+                costs["sqlglot_filter"].append(sf.check(f"{sql}\n-- cold {len(costs['sqlglot_filter'])}").elapsed_ms)
                 with fresh_connection(root) as con:
                     t = time.perf_counter()
                     statements = con.extract_statements(psql)
@@ -119,6 +122,7 @@ def main() -> None:
             guard.execute(s)
         warm.close()
         g_ms: list[float] = []
+        cold_ms: list[float] = []
         w_ms: list[float] = []
         f_ms: list[float] = []
         fresh_ms: list[float] = []
@@ -127,7 +131,7 @@ def main() -> None:
             # phase 1: raw on a warm connection, interleaved with guarded, query by query
             warm = duckdb.connect(str(path), read_only=True)
             for i, (sql, psql) in enumerate(zip(sqls, pinned, strict=True)):
-                pq = per_query.setdefault(i, {"g": [], "w": [], "f": []})
+                pq = per_query.setdefault(i, {"g": [], "w": [], "f": [], "c": []})
                 t = time.perf_counter()
                 warm.execute(psql).fetchall()
                 pq["w"].append((time.perf_counter() - t) * 1000)
@@ -135,7 +139,11 @@ def main() -> None:
                 r = guard.execute(sql)
                 pq["g"].append((time.perf_counter() - t) * 1000)
                 assert r.ok, r.describe()
-                f_ms.append(sf.check(sql).elapsed_ms)
+                t = time.perf_counter()
+                r = guard.execute(f"{sql}\n-- cold {_} {i}")  # a text the guard has never decided
+                pq["c"].append((time.perf_counter() - t) * 1000)
+                assert r.ok, r.describe()
+                f_ms.append(sf.check(f"{sql}\n-- cold filter {_} {i}").elapsed_ms)
             warm.close()  # DuckDB caches one instance per file and process: close before phase 2
             # phase 2: raw with a short-lived read-only connection per query
             for i, psql in enumerate(pinned):
@@ -146,6 +154,7 @@ def main() -> None:
                 per_query[i]["f"].append((time.perf_counter() - t) * 1000)
         for v in per_query.values():
             g_ms += v["g"]
+            cold_ms += v["c"]
             w_ms += v["w"]
             fresh_ms += v["f"]
         ratio_warm = statistics.median(statistics.median(v["g"]) / statistics.median(v["w"])
@@ -153,6 +162,9 @@ def main() -> None:
         ratio_fresh = statistics.median(statistics.median(v["g"]) / statistics.median(v["f"])
                                         for v in per_query.values())
         out["guarded_ms"] = {"median": statistics.median(g_ms), "p95": pct(g_ms, 0.95)}
+        out["guarded_cold_ms"] = {"median": statistics.median(cold_ms), "p95": pct(cold_ms, 0.95)}
+        out["ratio_guarded_cold_vs_raw_warm_median"] = statistics.median(
+            statistics.median(v["c"]) / statistics.median(v["w"]) for v in per_query.values())
         out["raw_warm_connection_ms"] = {"median": statistics.median(w_ms), "p95": pct(w_ms, 0.95)}
         out["raw_fresh_connection_ms"] = {"median": statistics.median(fresh_ms), "p95": pct(fresh_ms, 0.95)}
         out["ratio_guarded_vs_raw_fresh_median"] = ratio_fresh
@@ -204,7 +216,10 @@ def main() -> None:
         out["kill_grace_s"] = guard.policy.kill_grace_s
 
     print(f"snapshot {path.name}: {len(sqls)} golden references x {args.repeat} runs, interleaved")
-    print(f"  guarded             median {out['guarded_ms']['median']:.2f} ms   p95 {out['guarded_ms']['p95']:.2f} ms")
+    print(f"  guarded, repeated   median {out['guarded_ms']['median']:.2f} ms   p95 {out['guarded_ms']['p95']:.2f} ms")
+    print(f"  guarded, cold text  median {out['guarded_cold_ms']['median']:.2f} ms   "
+          f"p95 {out['guarded_cold_ms']['p95']:.2f} ms   (ratio vs warm raw "
+          f"{out['ratio_guarded_cold_vs_raw_warm_median']:.2f})")
     print(f"  raw, fresh conn     median {out['raw_fresh_connection_ms']['median']:.2f} ms   "
           f"p95 {out['raw_fresh_connection_ms']['p95']:.2f} ms")
     print(f"  raw, warm conn      median {out['raw_warm_connection_ms']['median']:.2f} ms   "
@@ -212,7 +227,7 @@ def main() -> None:
     print(f"  ratio guarded/raw (median over queries of per-query medians): "
           f"{out['ratio_guarded_vs_raw_fresh_median']:.2f} vs fresh connection, "
           f"{out['ratio_guarded_vs_raw_warm_median']:.2f} vs warm connection (target <= 1.5)")
-    print(f"  filter              median {out['filter_ms']['median']:.3f} ms   p95 {out['filter_ms']['p95']:.3f} ms "
+    print(f"  filter (cold)       median {out['filter_ms']['median']:.3f} ms   p95 {out['filter_ms']['p95']:.3f} ms "
           f"(target <= 2 ms)")
     for name, c in out["checks_ms"].items():
         print(f"  check {name:18s} median {c['median']:.3f} ms   p95 {c['p95']:.3f} ms")

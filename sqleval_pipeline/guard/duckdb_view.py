@@ -38,9 +38,11 @@ nested binding) never happen.
 ``views_disagree``              (executor) sqlglot's tables differ from DuckDB's scans
 ==============================  ===========================================================
 
-Nothing is cached across queries: every view is computed on the query's own connection from
-the query's own text. The plan is used only to read names; its content never leaves the
-worker (a refusal carries the reason code and the offending names).
+Every view is computed on the query's own fresh connection from the query's own text. The
+worker keeps the verdict per exact text (``sandbox._VIEW_CACHE``): for one worker the
+snapshot, the policy and the connection settings never change, so the same text always gets
+the same view. The plan is used only to read names; its content never leaves the worker (a
+refusal carries the reason code and the offending names).
 """
 
 from __future__ import annotations

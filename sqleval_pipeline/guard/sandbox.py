@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from sqleval_pipeline.guard.cap import CapExceeded
+from sqleval_pipeline.guard.lru import LRU
 from sqleval_pipeline.guard.policy import GuardPolicy
 
 LAYER = "sandbox"
@@ -248,6 +249,8 @@ class _Watchdog:
 
 
 _WATCHDOG: _Watchdog | None = None
+#: DuckDB's view and verdict per SQL text, in this worker (see _run_one)
+_VIEW_CACHE = LRU(4096)
 
 
 def _watchdog() -> _Watchdog:
@@ -274,12 +277,20 @@ def _run_one(root, fresh_connection, req: dict) -> dict:
                 return {"ok": False, "guard_refusal": duckdb_view.NOT_SINGLE_SELECT,
                         "error_message": "the worker has no guard policy to check the statement with",
                         "elapsed_ms": (time.perf_counter() - t0) * 1000}
-            view, refusal = duckdb_view.inspect(con, req["sql"], statements, policy, policy.tables,
-                                                allowed_schemas=policy.schemas,
-                                                allowed_catalogs=policy.catalogs)
+            # DuckDB's view is a pure function of the text for this worker's fixed snapshot,
+            # policy and (fresh, identical) connection settings: a repeated text is decided once
+            cached = _VIEW_CACHE.get(req["sql"])
+            if cached is None:
+                view, refusal = duckdb_view.inspect(con, req["sql"], statements, policy, policy.tables,
+                                                    allowed_schemas=policy.schemas,
+                                                    allowed_catalogs=policy.catalogs)
+                _VIEW_CACHE.put(req["sql"], (view, refusal))
+            else:
+                view, refusal = cached
             if refusal is not None:
                 return duckdb_view.refusal_reply(refusal, view, (time.perf_counter() - t0) * 1000)
-            view_ms = {"parse_ms": view.parse_ms, "plan_ms": view.plan_ms}
+            view_ms = {"parse_ms": view.parse_ms, "plan_ms": view.plan_ms} if cached is None else \
+                {"parse_ms": 0.0, "plan_ms": 0.0}
             if req.get("inspect_only"):  # `guardrails check`: DuckDB's verdict, nothing executed
                 return {"ok": True, "columns": [], "types": [], "rows": [], "truncated": False,
                         "elapsed_ms": (time.perf_counter() - t0) * 1000,

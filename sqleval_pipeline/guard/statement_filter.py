@@ -64,7 +64,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sqlglot
 from sqlglot import exp
@@ -73,6 +73,7 @@ from sqlglot.optimizer.scope import traverse_scope
 
 from sqleval_pipeline.guard._names import function_names
 from sqleval_pipeline.guard.clock import CLOCK_FUNCTIONS
+from sqleval_pipeline.guard.lru import LRU
 from sqleval_pipeline.guard.policy import GuardPolicy
 from sqleval_pipeline.guard.series import series_length
 
@@ -177,12 +178,26 @@ class StatementFilter:
         self.catalogs = frozenset(n.lower() for n in database_names) | policy.catalogs
         self.schemas = policy.schemas
         self.tables = policy.tables
+        self._cache: LRU[str, FilterVerdict] = LRU(4096)
 
     # ---------------------------------------------------------------- public
 
     def check(self, sql: object) -> FilterVerdict:
-        """Check one SQL text; never raises (every failure is a refusal)."""
+        """Check one SQL text; never raises (every failure is a refusal).
+
+        Verdicts are cached by the exact text (the filter is a pure function of the text for
+        its policy): a repeated text costs a lookup, reported as its ``elapsed_ms``."""
         t0 = time.perf_counter()
+        if isinstance(sql, str):
+            hit = self._cache.get(sql)
+            if hit is not None:
+                return replace(hit, elapsed_ms=_ms(t0))
+        verdict = self._check_uncached(sql, t0)
+        if isinstance(sql, str):
+            self._cache.put(sql, verdict)
+        return verdict
+
+    def _check_uncached(self, sql: object, t0: float) -> FilterVerdict:
         from sqleval_pipeline.guard.characters import scan  # layer 0: characters, before any parser
         if isinstance(sql, str) and len(sql) <= self.policy.max_sql_bytes and (bad := scan(sql)):
             return FilterVerdict(False, bad.filter_reason, bad.message, elapsed_ms=_ms(t0), detail=bad.as_detail())

@@ -215,3 +215,15 @@ def test_golden_reference_allowed_with_frozen_result(case, guard):
     assert r.ok and not r.truncated, f"{case.id}: {r.describe()}"
     cmp = compare_any(case.accepted_results(), r.result, case.order_matters, case.order_keys)
     assert cmp.exact, f"{case.id}: {cmp.mismatch}"
+
+
+def test_a_repeated_text_gets_the_same_decision(guard):
+    """Decisions are cached per text (filter and worker): a repeat must decide identically."""
+    for _ in range(3):  # more repeats than workers, so each worker sees the text again
+        r = guard.execute('SELECT "current_timestamp" AS t')
+        assert (r.status, r.layer, r.reason) == ("refused", "filter", "duckdb_function_not_allowed")
+        e = guard.execute("SELECT nope FROM fct_orders")  # a binder error is never a cached verdict
+        assert (e.status, e.reason) == ("error", "binder_error"), e.describe()
+        ok = guard.execute("SELECT count(*) AS n FROM dim_segments")
+        assert ok.ok and ok.result.rows[0][0] > 0, ok.describe()
+        assert ok.tables == ("dim_segments",)
