@@ -1,9 +1,13 @@
 """The evaluation stages as plain functions: attempts → executions → grades → scorecard → gate.
 
-Each stage reads what the previous one persisted in the batch folder (see
-:mod:`sqleval_pipeline.store`) and writes its own immutable artifact; a stage whose artifact
-already exists for the batch is not recomputed. Dagster assets (``defs/evaluation``) and the
-CLI call these functions, so there is one pipeline.
+Each stage reads what earlier stages persisted in the batch folder (see
+:mod:`sqleval_pipeline.store`). Attempts and executions are written once per batch and never
+recomputed (a changed guard policy gets a new batch); grades once per grader version (an older
+grader's are kept beside them); diagnoses are extended, never redone, for a judge whose version
+is unchanged; the scorecard, diff and gate are rebuilt from those on every run (deterministic:
+a fixed bootstrap seed). No stage writes into another batch's folder. The Dagster assets
+(``defs/evaluation``) call these functions, and the CLI materializes those assets, so there is
+one pipeline.
 """
 
 from __future__ import annotations
@@ -138,7 +142,8 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
     runs = runs or cfg.runs
     info = open_batch(env.store, partition_key=loaded.partition_key, config_name=cfg.name,
                       config_version=loaded.version, snapshot_id=env.snapshot_id, cases=cases,
-                      runs=runs, mode=mode, batch_id=batch_id)
+                      runs=runs, mode=mode, batch_id=batch_id,
+                      policy_version=env.policy(cfg.guard or None).version)
     builder = generator = None
     finished = info.status == "complete" and env.store.artifact(
         info.partition_key, info.batch_id, "attempts.parquet").exists()
@@ -172,15 +177,23 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
 
     out_path = env.store.artifact(batch.partition_key, batch.batch_id, "executions.parquet")
     existing = load_artifact(out_path, Execution)
+    policy = env.policy(loaded.config.guard or None)
     if existing is not None:
+        if batch.policy_version != policy.version:
+            raise EvaluationError(
+                f"batch {batch.batch_id} was executed under guard policy {batch.policy_version or 'unrecorded'}, "
+                f"not the current {policy.version}; evaluate again (without --batch) to execute its "
+                "attempts under the current policy in a new batch")
         return existing
+    if batch.policy_version not in (None, policy.version):
+        raise EvaluationError(f"batch {batch.batch_id} belongs to guard policy {batch.policy_version}, "
+                              f"not the current {policy.version}; evaluate again without --batch")
     attempts = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
                                                "attempts.parquet"), Attempt)
     todo = [a for a in attempts if a.kind == "sql"]
     log_path = env.store.artifact(batch.partition_key, batch.batch_id, "guard_log.jsonl")
     log_path.unlink(missing_ok=True)
-    with GuardedExecutor(env.serving, as_of=env.as_of, policy=env.policy(loaded.config.guard or None),
-                         log_path=log_path) as guard:
+    with GuardedExecutor(env.serving, as_of=env.as_of, policy=policy, log_path=log_path) as guard:
         dialect = loaded.config.dialect
 
         def one(a: Attempt) -> Execution:
@@ -236,14 +249,10 @@ def load_executions(env: Environment, batch: BatchInfo) -> list[Execution]:
 # ---- stage 3: grades ----------------------------------------------------------------------
 
 
-def stage_grades(env: Environment, batch: BatchInfo) -> list[Grade]:
-    from sqleval_pipeline.grading import GRADER_VERSION, grade_attempt
+def grade_batch(env: Environment, batch: BatchInfo) -> list[Grade]:
+    """Grade every attempt of a stored batch under the current grader (writes nothing)."""
+    from sqleval_pipeline.grading import grade_attempt
 
-    out_path = env.store.artifact(batch.partition_key, batch.batch_id, "grades.parquet")
-    if out_path.exists():
-        grades = load_records(out_path, Grade)
-        if grades and grades[0].grader_version == GRADER_VERSION:
-            return grades
     attempts = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
                                                "attempts.parquet"), Attempt)
     executions = {e.key: e for e in load_executions(env, batch)}
@@ -255,6 +264,28 @@ def stage_grades(env: Environment, batch: BatchInfo) -> list[Grade]:
         if a.kind == "sql" and a.key not in executions:
             raise EvaluationError(f"attempt {a.key} has no execution; run the executions stage")
         grades.append(grade_attempt(cases[a.case_id], a, executions.get(a.key)))
+    return grades
+
+
+def stage_grades(env: Environment, batch: BatchInfo) -> list[Grade]:
+    """The batch's grades under the current grader (persisted once per grader version).
+
+    Grades made by an older grader are kept, renamed ``grades.<version>.parquet`` (with the
+    scorecard built from them, ``scorecard.<version>.json``): a stored artifact is never
+    overwritten."""
+    from sqleval_pipeline.grading import GRADER_VERSION
+
+    out_path = env.store.artifact(batch.partition_key, batch.batch_id, "grades.parquet")
+    if out_path.exists():
+        grades = load_records(out_path, Grade)
+        if grades and grades[0].grader_version == GRADER_VERSION:
+            return grades
+        old = grades[0].grader_version if grades else "empty"
+        card = out_path.with_name("scorecard.json")
+        if card.exists():
+            card.replace(card.with_name(f"scorecard.{old}.json"))
+        out_path.replace(out_path.with_name(f"grades.{old}.parquet"))
+    grades = grade_batch(env, batch)
     save_records(out_path, grades)
     return grades
 
@@ -321,18 +352,26 @@ def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
 # ---- stage 4: scorecard -------------------------------------------------------------------
 
 
-def stage_scorecard(env: Environment, loaded: LoadedConfig, batch: BatchInfo):
+def score_batch(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
+                grades: list[Grade] | None = None):
+    """The scorecard of a batch from its stored grades (or ``grades``) and diagnoses; writes nothing."""
     from sqleval_pipeline.records import Diagnosis
     from sqleval_pipeline.scoring import Scorecard, build_scorecard
 
-    grades = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
-                                             "grades.parquet"), Grade)
+    if grades is None:
+        grades = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
+                                                 "grades.parquet"), Grade)
     dpath = env.store.artifact(batch.partition_key, batch.batch_id, "diagnoses.parquet")
     diagnoses = load_artifact(dpath, Diagnosis) or []
     card: Scorecard = build_scorecard(grades, diagnoses, config_version=loaded.version,
                                       tuned=loaded.config.tuned_on_dev,
                                       tuned_heldout=loaded.config.tuned_on_heldout,
                                       label=loaded.partition_key)
+    return card.model_copy(update={"policy_version": batch.policy_version})
+
+
+def stage_scorecard(env: Environment, loaded: LoadedConfig, batch: BatchInfo):
+    card = score_batch(env, loaded, batch)
     card.save(env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json"))
     return card
 
@@ -373,9 +412,15 @@ def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
     if base_card.grader_version != card.grader_version:
         # The baseline was graded under other rules. Its attempts and executions are stored, so
         # re-grade them under the current grader (no model calls) rather than compare metrics
-        # that mean different things.
-        stage_grades(env, base_batch)
-        base_card = stage_scorecard(env, base_loaded, base_batch)
+        # that mean different things. The baseline's own files are never rewritten: the
+        # re-based copy goes into this (the candidate's) batch, so candidates gating against
+        # one baseline at once never write the same file.
+        regraded = grade_batch(env, base_batch)
+        base_card = score_batch(env, base_loaded, base_batch, grades=regraded)
+        rebased = env.store.artifact(batch.partition_key, batch.batch_id,
+                                     f"rebased/{base_loaded.partition_key}/{base_batch.batch_id}")
+        save_records(rebased / "grades.parquet", regraded)
+        base_card.save(rebased / "scorecard.json")
     comparison = diff(base_card, card)
     result = gate(base_card, card, load_decisions(env.decisions),
                   fail_on_case_regression=fail_on_case_regression, comparison=comparison)

@@ -131,6 +131,8 @@ class Execution(AttemptKey):
     executed_sql: str | None = Field(default=None, description="the DuckDB text that ran, when the "
                                      "configuration declares another dialect (the attempt keeps "
                                      "the system's own text)")
+    policy_version: str | None = Field(default=None, description="the resolved guard policy this "
+                                       "execution was made under (its content hash)")
 
     @field_validator("result", mode="before")
     @classmethod

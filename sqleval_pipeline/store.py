@@ -1,19 +1,22 @@
 """Where attempts, executions, grades and scorecards are persisted.
 
-Layout under ``$SQLEVAL_HOME/store``::
+Layout under the project's build directory (``<build>/store``, ``.sqleval/store`` by default)::
 
     runs/<config name>@<version>/<batch id>/
         batch.json            what the batch is (config, snapshot, golden hash, status, counts)
         parts/                crash journal: one JSON file per finished attempt (atomic writes)
         attempts.parquet      consolidated once every attempt is in (immutable)
-        executions.parquet    guarded executions of those attempts
-        grades.parquet        grades
+        executions.parquet    guarded executions of those attempts (under batch.policy_version)
+        grades.parquet        grades (an older grader's kept as grades.<version>.parquet)
         diagnoses.parquet     judge diagnoses of failed attempts
         scorecard.json        the scorecard of this batch
+        rebased/<baseline key>/<batch id>/   a baseline re-graded for this batch's gate
 
-A stage reads only what the previous stage wrote here. Files are written to a temporary name
-and renamed, so a crash never leaves half a file; a batch that did not finish resumes where it
-stopped (its ``parts/`` survive). Batch ids sort by creation time.
+A stage reads artifacts that earlier stages wrote into the same batch folder (grades read the
+attempts and the executions; diagnoses read all three) and, for the gate only, the baseline's
+batch, read-only. Files are written to a temporary name and renamed, so a crash never leaves
+half a file; a batch that did not finish resumes where it stopped (its ``parts/`` survive).
+Batch ids sort by creation time.
 """
 
 from __future__ import annotations
@@ -45,6 +48,12 @@ class BatchInfo(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
     provider_calls: int = 0
     notes: dict[str, Any] = Field(default_factory=dict)
+    #: the resolved guard policy's version the executions are made under (None: recorded
+    #: before policies identified batches; such a batch is never reused for executions)
+    policy_version: str | None = None
+    #: the batch whose attempts this one reuses (same configuration version, cases, runs and
+    #: snapshot, another guard policy): its answers are copied, only the executions are new
+    attempts_from: str | None = None
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -139,10 +139,104 @@ def test_a_baseline_graded_by_an_older_grader_is_regraded_not_compared(env):
     save_records(folder / "grades.parquet", old)
     card = load_scorecard(folder / "scorecard.json").model_copy(update={"grader_version": "r0-old"})
     card.save(folder / "scorecard.json")
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     res = ev.evaluate(env, cur, case_ids=ids)
     assert res.gate is not None and res.diff.baseline_grader_version == res.diff.candidate_grader_version
-    assert load_records(folder / "grades.parquet", Grade)[0].grader_version != "r0-old"
-    assert (env.store.batch_dir(cur.partition_key, res.batch.batch_id) / "calibrated_refusal.json").exists()
+    # the baseline's stored artifacts are immutable: not one byte of its folder changed
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+    assert load_records(folder / "grades.parquet", Grade)[0].grader_version == "r0-old"
+    cand = env.store.batch_dir(cur.partition_key, res.batch.batch_id)
+    rebased = cand / "rebased" / raw.partition_key / first.batch.batch_id
+    assert load_records(rebased / "grades.parquet", Grade)[0].grader_version == res.diff.candidate_grader_version
+    assert load_scorecard(rebased / "scorecard.json").grader_version == res.diff.candidate_grader_version
+    assert (cand / "calibrated_refusal.json").exists()
+
+
+def test_two_candidates_gating_against_one_old_baseline_at_once(env):
+    """Both gates re-grade the same baseline concurrently; each writes only into its own batch."""
+    import threading
+
+    from sqleval_pipeline.records import save_records
+    from sqleval_pipeline.scoring import load_scorecard
+
+    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    cur = load_config(paths.EVALS_DIR / "configs" / "baseline_curated.yaml")
+    ids = ["com-012", "com-001", "com-018"]
+    first = ev.evaluate(env, raw, case_ids=ids)
+    folder = env.store.batch_dir(raw.partition_key, first.batch.batch_id)
+    save_records(folder / "grades.parquet", [g.model_copy(update={"grader_version": "r0-old"})
+                                             for g in load_records(folder / "grades.parquet", Grade)])
+    load_scorecard(folder / "scorecard.json").model_copy(update={"grader_version": "r0-old"}).save(
+        folder / "scorecard.json")
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    # two candidate batches of the curated configuration (the same version, two batches)
+    runs = [ev.stage_attempts(env, cur, mode="new", case_ids=ids) for _ in range(2)]
+    cards = []
+    for run in runs:
+        ev.stage_executions(env, cur, run.batch)
+        ev.stage_grades(env, run.batch)
+        ev.stage_diagnoses(env, cur, run.batch)
+        cards.append(ev.stage_scorecard(env, cur, run.batch))
+    results, errors = [], []
+
+    def gate(run, card):
+        try:
+            results.append(ev.stage_gate(env, cur, run.batch, card))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=gate, args=(r, c)) for r, c in zip(runs, cards, strict=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(results) == 2 and all(r[1] is not None for r in results)
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+    for run in runs:
+        rebased = env.store.batch_dir(cur.partition_key, run.batch.batch_id) / "rebased" / raw.partition_key
+        assert (rebased / first.batch.batch_id / "scorecard.json").exists()
+
+
+def test_a_changed_guard_policy_executes_again_in_a_new_batch(env, monkeypatch):
+    """Executions belong to the guard policy they were made under: after the policy changes,
+    the stored attempts are reused (no provider call) and executed again in a new batch; the
+    old batch is untouched and the diff says the policies differ."""
+    from sqleval_pipeline.scoring import diff
+
+    loaded = load_config(paths.EVALS_DIR / "configs" / "baseline_curated.yaml")
+    ids = ["com-012", "com-001", "com-028"]
+    first = ev.evaluate(env, loaded, case_ids=ids)
+    folder = env.store.batch_dir(loaded.partition_key, first.batch.batch_id)
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    assert first.batch.policy_version == env.policy(loaded.config.guard or None).version
+    # the same policy: the batch is reused as stored
+    again = ev.evaluate(env, loaded, case_ids=ids)
+    assert again.batch.batch_id == first.batch.batch_id and again.provider_calls == 0
+
+    real = ev.Environment.policy
+    monkeypatch.setattr(ev.Environment, "policy",
+                        lambda self, overrides=None: real(self, overrides).with_overrides(
+                            {"denied_functions": {"names": ["count"]}}))
+    changed = ev.evaluate(env, loaded, case_ids=ids)
+    assert changed.batch.batch_id != first.batch.batch_id
+    assert changed.batch.attempts_from == first.batch.batch_id and changed.provider_calls == 0
+    assert changed.batch.policy_version != first.batch.policy_version
+    new_folder = env.store.batch_dir(loaded.partition_key, changed.batch.batch_id)
+    old_ex = load_records(folder / "executions.parquet", Execution)
+    new_ex = load_records(new_folder / "executions.parquet", Execution)
+    assert {e.policy_version for e in new_ex} == {changed.batch.policy_version}
+    assert {e.policy_version for e in old_ex} == {first.batch.policy_version}
+    # the attempts are the stored ones; the executions are new, under the new policy
+    old_at = load_records(folder / "attempts.parquet", Attempt)
+    assert load_records(new_folder / "attempts.parquet", Attempt) == old_at
+    counting = [e for e, a in zip(new_ex, [a for a in old_at if a.kind == "sql"], strict=True)
+                if "count(" in (a.sql or "").lower()]
+    assert counting and all(e.status == "refused" and e.reason == "denied_function" for e in counting)
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+    d = diff(first.scorecard, changed.scorecard)
+    assert any("guard policies differ" in n for n in d.notes)
+    assert d.baseline_policy_version == first.batch.policy_version
 
 
 def test_failures_are_diagnosed_and_judges_calibrated_against_labels(env):
@@ -155,7 +249,10 @@ def test_failures_are_diagnosed_and_judges_calibrated_against_labels(env):
     diags = load_records(folder / "diagnoses.parquet", Diagnosis)
     assert {d.case_id for d in diags} == {"com-008", "com-012", "com-018"}
     assert {d.judge for d in diags} == {"rules"} and len(diags) == 9
-    assert res.scorecard.failure_histogram == {"wrong_filter": 3, "wrong_metric": 3, "wrong_table": 3}
+    # the scorecard's histogram counts the stored diagnoses, one per failed attempt
+    from collections import Counter
+
+    assert res.scorecard.failure_histogram == dict(Counter(d.category for d in diags))
     report = ev.calibration_report(env)
     rules = next(j for j in report.judges if j.judge == "rules")
     assert rules.n == 3 and rules.status.startswith("uncalibrated")

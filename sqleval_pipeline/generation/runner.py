@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -104,6 +105,8 @@ def run_attempts(
     if info.status == "complete" and final.exists():
         attempts = load_records(final, Attempt)
         return RunResult(attempts, info, 0, len(attempts), time.perf_counter() - started)
+    if info.attempts_from and not final.exists():
+        return _reuse_attempts(store, info, started)
     parts = bdir / "parts"
     parts.mkdir(parents=True, exist_ok=True)
     store.write_batch(info)
@@ -156,12 +159,39 @@ def run_attempts(
     return RunResult(attempts, info, calls.n, resumed, time.perf_counter() - started)
 
 
+def _reuse_attempts(store: Store, info: BatchInfo, started: float) -> RunResult:
+    """Copy the attempts of ``info.attempts_from`` (same configuration version, cases, runs and
+    snapshot) into this batch and mark it complete: no provider call is made."""
+    source = store.get(info.partition_key, info.attempts_from)
+    src = store.artifact(info.partition_key, info.attempts_from, "attempts.parquet")
+    if source is None or not src.exists():
+        raise ValueError(f"batch {info.batch_id} reuses the attempts of {info.attempts_from}, "
+                         "which are gone; evaluate with --new-batch")
+    final = store.artifact(info.partition_key, info.batch_id, "attempts.parquet")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.tmp")
+    shutil.copyfile(src, tmp)
+    tmp.replace(final)
+    attempts = load_records(final, Attempt)
+    info = info.model_copy(update={
+        "status": "complete", "counts": dict(source.counts), "provider_calls": 0,
+        "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    })
+    store.write_batch(info)
+    return RunResult(attempts, info, 0, len(attempts), time.perf_counter() - started)
+
+
 def open_batch(store: Store, *, partition_key: str, config_name: str, config_version: str,
                snapshot_id: str, cases: Sequence[Case], runs: int, mode: str = "latest",
-               batch_id: str | None = None) -> BatchInfo:
+               batch_id: str | None = None, policy_version: str | None = None) -> BatchInfo:
     """Pick the batch to fill: ``latest`` resumes/reuses the newest batch made for the same
-    cases, snapshot and golden set; ``new`` always starts a fresh one (nightly re-evaluation);
-    an explicit ``batch_id`` resumes that batch."""
+    cases, snapshot, golden set *and guard policy*; ``new`` always starts a fresh one (nightly
+    re-evaluation); an explicit ``batch_id`` resumes that batch.
+
+    Executions depend on the guard policy (``policy_version``), attempts do not: when the
+    newest matching batch was executed under another policy, a new batch is opened that
+    reuses its attempts (``attempts_from``; no provider calls) and executes them again under
+    the current policy. A stored batch is never re-executed in place."""
     from sqleval_pipeline.store import new_batch_id
 
     gh = golden_hash(cases)
@@ -170,16 +200,26 @@ def open_batch(store: Store, *, partition_key: str, config_name: str, config_ver
         found = store.get(partition_key, batch_id)
         if found is None:
             raise ValueError(f"no batch {batch_id} for {partition_key}")
+        if policy_version and found.policy_version and found.policy_version != policy_version:
+            raise ValueError(f"batch {batch_id} was executed under guard policy {found.policy_version}, "
+                             f"not the current {policy_version}; evaluate without --batch to execute "
+                             "its attempts again under the current policy")
         return found
+    source = None
     if mode == "latest":
         for b in reversed(store.batches(partition_key)):
             if b.snapshot_id == snapshot_id and b.golden_hash == gh and b.case_ids == ids \
                     and b.runs == runs:
-                return b
+                if b.policy_version == policy_version:
+                    return b
+                if source is None and b.status == "complete" and \
+                        store.artifact(partition_key, b.batch_id, "attempts.parquet").exists():
+                    source = b
     elif mode != "new":
         raise ValueError(f"batch mode must be 'latest' or 'new', not {mode!r}")
     return BatchInfo(
         batch_id=new_batch_id(), partition_key=partition_key, config_name=config_name,
         config_version=config_version, snapshot_id=snapshot_id, golden_hash=gh, runs=runs,
         case_ids=ids, created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        policy_version=policy_version, attempts_from=source.batch_id if source else None,
     )

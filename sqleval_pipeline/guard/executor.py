@@ -142,7 +142,7 @@ class GuardResult:
             "config_version": config_version, "case_id": case_id, "run_index": run_index,
             "status": self.status, "result": self.result, "truncated": self.truncated,
             "elapsed_ms": self.elapsed_ms, "layer": self.layer, "reason": self.reason,
-            "message": self.message,
+            "message": self.message, "policy_version": self.policy_version,
         }
         if self.status == "error":
             kw.update(error_source=self.error_source or "harness", error_code=self.reason,

@@ -89,6 +89,8 @@ class Diff(BaseModel):
     candidate_grader_version: str
     baseline_snapshot_id: str | None
     candidate_snapshot_id: str | None
+    baseline_policy_version: str | None = None
+    candidate_policy_version: str | None = None
     rebased: bool
     n_paired_cases: int
     only_in_baseline: list[str]
@@ -179,6 +181,10 @@ def diff(
     if problems and not rebase:
         raise IncomparableScorecards("refusing to compare: " + "; ".join(problems))
     notes = [f"re-based: {p}" for p in problems]
+    if baseline.policy_version != candidate.policy_version:
+        notes.append(f"guard policies differ ({baseline.policy_version or 'unrecorded'} vs "
+                     f"{candidate.policy_version or 'unrecorded'}): a change of limits, allowlist or "
+                     "denied functions can turn answers into refusals (or back); part of what changed")
     base_by = {c.case_id: c for c in baseline.cases}
     cand_by = {c.case_id: c for c in candidate.cases}
     paired_ids = sorted(base_by.keys() & cand_by.keys())
@@ -260,6 +266,8 @@ def diff(
         candidate_grader_version=candidate.grader_version,
         baseline_snapshot_id=baseline.snapshot_id,
         candidate_snapshot_id=candidate.snapshot_id,
+        baseline_policy_version=baseline.policy_version,
+        candidate_policy_version=candidate.policy_version,
         rebased=bool(problems),
         n_paired_cases=len(paired_ids),
         only_in_baseline=sorted(base_by.keys() - cand_by.keys()),

@@ -173,6 +173,8 @@ class Scorecard(BaseModel):
     config_version: str
     grader_version: str
     snapshot_id: str | None
+    #: the guard policy the executions were made under (None: not recorded)
+    policy_version: str | None = None
     tuned: bool = Field(description="measured after tuning on these same cases")
     tuned_heldout: bool = Field(False, description="the held-out split was read while the system "
                                 "was tuned: its accuracy is not a blind estimate either")

@@ -28,9 +28,11 @@ def test_a_wrong_answer_report_becomes_a_frozen_case(golden_file, serving_snapsh
                author="analyst", reviewer="lead")
     gs = load_golden(golden_file)
     assert len(gs) == before + 1
-    assert case.id == "com-069" and case.status == "verified"
+    # the next id after the file's highest (whatever the file holds), in its own prefix
+    highest = max(int(c.id.rsplit("-", 1)[1]) for c in load_golden(golden_file).cases if c.id != case.id)
+    assert case.id == f"com-{highest + 1:03d}" and case.status == "verified"
     assert case.expected.types == ["BIGINT"] and case.expected.rows[0][0] > 0
-    assert gs.by_id()["com-069"].snapshot_id == serving_snapshot.snapshot_id
+    assert gs.by_id()[case.id].snapshot_id == serving_snapshot.snapshot_id
 
 
 def test_without_sql_or_reviewer_the_case_is_unverified(golden_file, serving_snapshot):
