@@ -6,8 +6,9 @@ Anthropic 2.14 has no temperature parameter, so every output records ``temperatu
 and ``temperature_settable=False`` rather than pretending.
 
 The SDK's own retries are off (``max_retries=0``): the attempt runner retries, through
-:func:`~sqleval_pipeline.generation.retry.call_with_retries`, so a retry is visible and
-counted. SDK exceptions become :class:`ProviderError` codes (see ``_common``).
+:func:`~sqleval_pipeline.providers.retry.call_with_retries`, so a retry is visible and
+counted. The client is built, and SDK exceptions become :class:`ProviderError` codes, in
+:mod:`sqleval_pipeline.providers.anthropic` (shared with the LLM judge).
 
 >>> from sqleval_pipeline.configs import AnthropicSettings
 >>> gen = AnthropicGenerator(AnthropicSettings(model="claude-sonnet-4-5-20250929"),
@@ -19,23 +20,21 @@ counted. SDK exceptions become :class:`ProviderError` codes (see ``_common``).
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Literal
 
-import anthropic
 from pydantic import BaseModel, Field
 
 from sqleval_pipeline.configs import AnthropicSettings
-from sqleval_pipeline.generation._common import (
-    NO_REASON,
-    env_value,
-    map_http_status,
-    parse_retry_after,
-    prompt_of,
-    truncate_raw,
+from sqleval_pipeline.generation._common import NO_REASON, prompt_of
+from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput
+from sqleval_pipeline.providers.anthropic import (  # noqa: F401  (parse_mapping_errors: re-export)
+    anthropic_client,
+    no_parsed_output,
+    parse_mapping_errors,
 )
-from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput, ProviderError
+from sqleval_pipeline.providers.env import env_value
+from sqleval_pipeline.providers.errors import ProviderError, truncate_raw
 from sqleval_pipeline.records import Usage
 
 
@@ -66,18 +65,14 @@ class AnthropicGenerator:
         self.settings = settings
         self.name = f"anthropic:{settings.model}"
         self.timeout_s = timeout_s
-        key = api_key or env_value(settings.api_key_env)
-        if not key:
-            raise ProviderError(
-                "missing_credentials",
+        self._client = anthropic_client(
+            api_key or env_value(settings.api_key_env), timeout_s=timeout_s,
+            base_url=settings.base_url,
+            missing_key_message=(
                 f"the anthropic generator needs an API key: set {settings.api_key_env} "
                 f"(settings.api_key_env) in the environment, e.g. "
-                f"`export {settings.api_key_env}=sk-ant-...`",
-            )
-        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0, "timeout": timeout_s}
-        if settings.base_url:
-            kwargs["base_url"] = settings.base_url
-        self._client = anthropic.Anthropic(**kwargs)
+                f"`export {settings.api_key_env}=sk-ant-...`"),
+        )
 
     def generate(self, ctx: GenerationContext) -> GenerationOutput:
         """Ask the model for the case; SQL or a refusal, or a :class:`ProviderError`."""
@@ -122,11 +117,7 @@ class AnthropicGenerator:
             if message.stop_reason == "refusal":
                 return GenerationOutput(kind="refusal", refusal_reason="the model declined "
                                         "(stop_reason=refusal)", **common)
-            raise ProviderError(
-                "malformed_response",
-                f"the model returned no JSON answer (stop_reason={message.stop_reason}"
-                + (", raise max_tokens" if message.stop_reason == "max_tokens" else "") + ")",
-                retryable=True, raw_response=raw)
+            raise no_parsed_output("the model returned no JSON answer", message.stop_reason, raw)
         if answer.kind == "refusal":
             reason = (answer.refusal_reason or "").strip() or NO_REASON
             return GenerationOutput(kind="refusal", refusal_reason=reason, **common)
@@ -135,48 +126,3 @@ class AnthropicGenerator:
             raise ProviderError("malformed_response", "the model answered kind 'sql' with no SQL",
                                 retryable=True, raw_response=raw)
         return GenerationOutput(kind="sql", sql=sql, **common)
-
-
-
-def parse_mapping_errors(client: anthropic.Anthropic, request: dict[str, Any], *, timeout_s: float,
-                         credential_hint: str, subject: str) -> Any:
-    """``client.messages.parse(**request)`` with every SDK failure mapped to a
-    :class:`ProviderError` (shared by the generator and the LLM judge)."""
-    try:
-        return client.messages.parse(**request)
-    except anthropic.APIStatusError as exc:
-        raise map_http_status(
-            exc.status_code, getattr(exc, "api_message", None) or str(exc),
-            retry_after=parse_retry_after(exc.response.headers),
-            raw_response=truncate_raw(_body_text(exc.body)), provider="anthropic",
-            credential_hint=credential_hint,
-        ) from exc
-    except anthropic.APITimeoutError as exc:
-        raise ProviderError("provider_timeout", f"anthropic did not answer within {timeout_s:g} s",
-                            retryable=True) from exc
-    except anthropic.APIConnectionError as exc:
-        raise ProviderError("unreachable", f"cannot reach the anthropic API at "
-                            f"{client.base_url}: {exc.__cause__ or exc}", retryable=True) from exc
-    except anthropic.APIResponseValidationError as exc:
-        raise ProviderError("malformed_response", f"anthropic response did not validate: {exc}",
-                            retryable=True, raw_response=_body_text(exc.body)) from exc
-    except ValueError as exc:  # the body or the model's JSON did not parse/validate
-        raise ProviderError("malformed_response",
-                            f"{subject}'s answer is not the expected JSON: {_short(exc)}",
-                            retryable=True) from exc
-
-
-def _body_text(body: object) -> str | None:
-    if body is None:
-        return None
-    if isinstance(body, str):
-        return body
-    try:
-        return json.dumps(body, default=str)
-    except (TypeError, ValueError):
-        return str(body)
-
-
-def _short(exc: Exception, limit: int = 500) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[:limit] + "…"

@@ -6,6 +6,10 @@ Failures to obtain an answer at all — the provider is down, rate-limited, time
 something unreadable — raise :class:`ProviderError`; the attempt runner retries the retryable
 ones with exponential backoff (honouring ``retry_after``) and records a final ERROR attempt,
 never a WRONG one.
+
+:class:`ProviderError` lives in :mod:`sqleval_pipeline.providers.errors` (the LLM judge raises
+it too); it is re-exported here, so ``from sqleval_pipeline.generation.base import
+ProviderError`` keeps working.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from sqleval_pipeline.providers.errors import ProviderError
 from sqleval_pipeline.records import Usage
+
+__all__ = ["Example", "GenerationContext", "GenerationOutput", "Generator", "ProviderError"]
 
 
 class Example(BaseModel):
@@ -51,26 +58,6 @@ class GenerationOutput(BaseModel):
     temperature_settable: bool | None = Field(
         default=None, description="False when the API has no temperature (e.g. Anthropic 2.14)"
     )
-
-
-class ProviderError(Exception):
-    """No answer could be obtained; ``code`` is a readable reason code.
-
-    Codes: ``rate_limited``, ``server_error``, ``provider_timeout``, ``unreachable``,
-    ``malformed_response``, ``auth_error``, ``missing_credentials``, ``bad_request``,
-    ``harness_error``.
-    """
-
-    def __init__(self, code: str, message: str, *, retryable: bool = False,
-                 retry_after: float | None = None, raw_response: str | None = None):
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-        self.retryable = retryable
-        self.retry_after = retry_after
-        self.raw_response = raw_response
-        #: retries spent before giving up (set by the retry loop)
-        self.retries = 0
 
 
 @runtime_checkable

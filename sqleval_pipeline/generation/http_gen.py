@@ -8,7 +8,8 @@ The answer is read by dotted paths into the response JSON: ``settings.sql_path``
 ``sql``) and ``settings.refusal_path`` (default ``refusal``); integer segments index lists,
 e.g. ``choices.0.sql``. A truthy refusal wins; otherwise non-empty SQL is the answer; a
 present but empty/null SQL with no refusal is a refusal ("the service returned no SQL"); a
-missing SQL path is a ``malformed_response``.
+missing SQL path is a ``malformed_response``. Transport failures and error statuses become
+:class:`ProviderError` codes in :mod:`sqleval_pipeline.providers.http` (plain JSON over HTTP).
 
 >>> get_path({"choices": [{"sql": "SELECT 1"}]}, "choices.0.sql")
 'SELECT 1'
@@ -26,14 +27,11 @@ from urllib.parse import urlsplit
 import httpx2
 
 from sqleval_pipeline.configs import HttpSettings
-from sqleval_pipeline.generation._common import (
-    NO_REASON,
-    env_value,
-    map_http_status,
-    parse_retry_after,
-    truncate_raw,
-)
-from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput, ProviderError
+from sqleval_pipeline.generation._common import NO_REASON
+from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput
+from sqleval_pipeline.providers.env import env_value
+from sqleval_pipeline.providers.errors import ProviderError
+from sqleval_pipeline.providers.http import http_client, read_json_response, send_json
 from sqleval_pipeline.records import Usage
 
 
@@ -95,7 +93,7 @@ class HttpGenerator:
     >>> HttpGenerator(HttpSettings())
     Traceback (most recent call last):
     ...
-    sqleval_pipeline.generation.base.ProviderError: missing_credentials: the http generator needs an endpoint: set `url:` in the configuration's generator block, or `url_env:` naming an environment variable that holds it
+    sqleval_pipeline.providers.errors.ProviderError: missing_credentials: the http generator needs an endpoint: set `url:` in the configuration's generator block, or `url_env:` naming an environment variable that holds it
     """
 
     def __init__(self, settings: HttpSettings, *, url: str | None = None, timeout_s: float = 60,
@@ -119,7 +117,7 @@ class HttpGenerator:
                     f"`export {settings.auth_header_env}='Bearer <token>'`",
                 )
             headers["authorization"] = auth
-        self._client = httpx2.Client(headers=headers, timeout=timeout_s, transport=transport)
+        self._client = http_client(headers=headers, timeout_s=timeout_s, transport=transport)
 
     @staticmethod
     def _url_from_env(settings: HttpSettings) -> str:
@@ -146,30 +144,13 @@ class HttpGenerator:
     def generate(self, ctx: GenerationContext) -> GenerationOutput:
         """POST the case's question; SQL or a refusal, or a :class:`ProviderError`."""
         started = time.perf_counter()
-        try:
-            response = self._client.request(self.settings.method, self.url,
-                                            json=self.request_body(ctx))
-        except httpx2.TimeoutException as exc:
-            raise ProviderError("provider_timeout",
-                                f"{self.url} did not answer within {self.timeout_s:g} s",
-                                retryable=True) from exc
-        except httpx2.TransportError as exc:
-            raise ProviderError("unreachable", f"cannot reach {self.url}: {exc}",
-                                retryable=True) from exc
+        response = send_json(self._client, self.settings.method, self.url,
+                             self.request_body(ctx), timeout_s=self.timeout_s)
         latency_ms = (time.perf_counter() - started) * 1000.0
-        raw = truncate_raw(response.text)
-        if response.status_code >= 400:
-            raise map_http_status(response.status_code, _error_message(response),
-                                  retry_after=parse_retry_after(response.headers),
-                                  raw_response=raw, provider=self.url,
-                                  credential_hint=(self.settings.auth_header_env and
-                                                   f"the value of {self.settings.auth_header_env}"))
-        try:
-            document = response.json()
-        except ValueError as exc:
-            raise ProviderError("malformed_response",
-                                f"{self.url} answered HTTP {response.status_code} with a body that "
-                                f"is not JSON: {exc}", retryable=True, raw_response=raw) from exc
+        document, raw = read_json_response(
+            response, url=self.url,
+            credential_hint=(self.settings.auth_header_env and
+                             f"the value of {self.settings.auth_header_env}"))
         return self._output(document, raw, latency_ms)
 
     def close(self) -> None:
@@ -207,20 +188,3 @@ class HttpGenerator:
                                 f"{type(sql).__name__}, not a string", retryable=True,
                                 raw_response=raw)
         return GenerationOutput(kind="sql", sql=sql.strip(), **common)
-
-
-def _error_message(response: httpx2.Response) -> str:
-    """A short message from an error response: its JSON ``error``/``message``, or the text."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        for key in ("error", "message", "detail"):
-            value = body.get(key)
-            if isinstance(value, str):
-                return value
-            if isinstance(value, dict) and isinstance(value.get("message"), str):
-                return value["message"]
-    text = " ".join(response.text.split())
-    return (text[:300] + "…") if len(text) > 300 else (text or response.reason_phrase or "error")

@@ -15,6 +15,9 @@ network, single-label service names such as ``vllm``) works without one — a pl
 is sent, as local servers ignore it. A public host without a key raises
 ``missing_credentials`` at construction.
 
+The client is built, and SDK/HTTP failures become :class:`ProviderError` codes, in
+:mod:`sqleval_pipeline.providers.http` (the OpenAI-compatible wire format).
+
 >>> from sqleval_pipeline.configs import OpenAISettings
 >>> gen = OpenAIGenerator(OpenAISettings(model="qwen2.5-coder", base_url="http://127.0.0.1:8000/v1",
 ...                                      api_key_env=None))
@@ -25,24 +28,15 @@ is sent, as local servers ignore it. A public host without a key raises
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
-import openai
-
 from sqleval_pipeline.configs import OpenAISettings
-from sqleval_pipeline.generation._common import (
-    env_value,
-    extract_json_object,
-    interpret_answer,
-    is_local_url,
-    map_http_status,
-    parse_retry_after,
-    prompt_of,
-    truncate_raw,
-)
-from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput, ProviderError
+from sqleval_pipeline.generation._common import extract_json_object, interpret_answer, prompt_of
+from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput
+from sqleval_pipeline.providers.env import env_value, is_local_url
+from sqleval_pipeline.providers.errors import ProviderError, truncate_raw
+from sqleval_pipeline.providers.http import create_chat_completion, openai_client
 from sqleval_pipeline.records import Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -90,8 +84,7 @@ class OpenAIGenerator:
                 )
             key = LOCAL_PLACEHOLDER_KEY
         self._key_is_placeholder = key == LOCAL_PLACEHOLDER_KEY
-        self._client = openai.OpenAI(api_key=key, base_url=self.base_url, max_retries=0,
-                                     timeout=timeout_s)
+        self._client = openai_client(key, base_url=self.base_url, timeout_s=timeout_s)
 
     @staticmethod
     def _resolve_base_url(settings: OpenAISettings) -> str:
@@ -131,25 +124,9 @@ class OpenAIGenerator:
     def generate(self, ctx: GenerationContext) -> GenerationOutput:
         """Ask the model for the case; SQL or a refusal, or a :class:`ProviderError`."""
         started = time.perf_counter()
-        try:
-            completion = self._client.chat.completions.create(**self.request_params(ctx))
-        except openai.APIStatusError as exc:
-            raise self._status_error(exc) from exc
-        except openai.APITimeoutError as exc:
-            raise ProviderError("provider_timeout",
-                                f"{self.base_url} did not answer within {self.timeout_s:g} s",
-                                retryable=True) from exc
-        except openai.APIConnectionError as exc:
-            raise ProviderError("unreachable",
-                                f"cannot reach {self.base_url}: {exc.__cause__ or exc}",
-                                retryable=True) from exc
-        except openai.APIResponseValidationError as exc:
-            raise ProviderError("malformed_response", f"{self.base_url} sent an invalid response: "
-                                f"{exc}", retryable=True) from exc
-        except ValueError as exc:  # the body is not JSON
-            raise ProviderError("malformed_response",
-                                f"{self.base_url} sent a body that is not JSON: {exc}",
-                                retryable=True) from exc
+        completion = create_chat_completion(self._client, self.request_params(ctx),
+                                            base_url=self.base_url, timeout_s=self.timeout_s,
+                                            credential_hint=self._credential_hint())
         latency_ms = (time.perf_counter() - started) * 1000.0
         return self._output(completion, latency_ms)
 
@@ -202,23 +179,14 @@ class OpenAIGenerator:
                                 retryable=True, raw_response=raw) from exc
         return GenerationOutput(kind=kind, sql=sql, refusal_reason=reason, **common)  # type: ignore[arg-type]
 
-    def _status_error(self, exc: openai.APIStatusError) -> ProviderError:
-        body = exc.body
-        message = exc.message
-        if isinstance(body, dict) and isinstance(body.get("message"), str):
-            message = body["message"]
+    def _credential_hint(self) -> str:
+        """What to check when the server answers 401/403 (named in the ``auth_error``)."""
         if not self._key_is_placeholder:
-            hint = f"the key in {self.settings.api_key_env or 'the api_key argument'}"
-        elif self.settings.api_key_env:
-            hint = f"this server wants a key: set {self.settings.api_key_env} (settings.api_key_env)"
-        else:
-            hint = ("this server wants a key: set settings.api_key_env to the name of an "
-                    "environment variable holding it")
-        return map_http_status(
-            exc.status_code, message, retry_after=parse_retry_after(exc.response.headers),
-            raw_response=truncate_raw(json.dumps(body, default=str) if body is not None else None),
-            provider=self.base_url, credential_hint=hint,
-        )
+            return f"the key in {self.settings.api_key_env or 'the api_key argument'}"
+        if self.settings.api_key_env:
+            return f"this server wants a key: set {self.settings.api_key_env} (settings.api_key_env)"
+        return ("this server wants a key: set settings.api_key_env to the name of an "
+                "environment variable holding it")
 
 
 def _excerpt(text: str, limit: int = 200) -> str:

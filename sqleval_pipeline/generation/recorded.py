@@ -32,7 +32,8 @@ from typing import Any
 from sqleval_pipeline import paths
 from sqleval_pipeline.configs import RecordedSettings
 from sqleval_pipeline.generation._common import GeneratorSetupError
-from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput, ProviderError
+from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput
+from sqleval_pipeline.providers.errors import ProviderError
 from sqleval_pipeline.records import Usage
 
 

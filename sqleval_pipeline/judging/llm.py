@@ -16,8 +16,9 @@ Guarantees:
   file's text, the model id, the category help text and the row-sample size, so editing the
   prompt yields a new version. Both are stored on every :class:`Diagnosis`.
 - **No made-up verdicts**: a judge that cannot answer raises :class:`ProviderError` (the SDK's
-  errors are mapped with the generators' helpers; retryable ones are retried with
-  :func:`call_with_retries`). The caller records *no* diagnosis for that attempt.
+  errors are mapped by :mod:`sqleval_pipeline.providers.anthropic`, as for the Claude
+  generator; retryable ones are retried with :func:`call_with_retries`). The caller records
+  *no* diagnosis for that attempt.
 
 >>> judge = LLMJudge("claude-opus-4-1", generator_model="claude-sonnet-4-5",
 ...                  api_key="sk-ant-...")                                   # doctest: +SKIP
@@ -38,17 +39,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import anthropic
 import jinja2
 from pydantic import BaseModel, Field
 
 from sqleval_pipeline import paths
 from sqleval_pipeline.configs import ConfigError
-from sqleval_pipeline.generation._common import env_value, truncate_raw
-from sqleval_pipeline.generation.anthropic_gen import parse_mapping_errors
-from sqleval_pipeline.generation.base import ProviderError
-from sqleval_pipeline.generation.retry import call_with_retries
 from sqleval_pipeline.judging.base import CATEGORY_HELP, FAILED_OUTCOMES, JudgeInput, is_failure
+from sqleval_pipeline.providers.anthropic import (
+    anthropic_client,
+    no_parsed_output,
+    parse_mapping_errors,
+)
+from sqleval_pipeline.providers.env import env_value
+from sqleval_pipeline.providers.errors import ProviderError, truncate_raw
+from sqleval_pipeline.providers.retry import call_with_retries
 from sqleval_pipeline.records import FAILURE_CATEGORIES, Diagnosis, Execution, FailureCategory
 
 __all__ = [
@@ -232,17 +236,12 @@ class LLMJudge:
         self.timeout_s = timeout_s
         self.base_delay = base_delay
         self._sleep = sleep
-        key = api_key or env_value(API_KEY_ENV)
-        if not key:
-            raise ProviderError(
-                "missing_credentials",
+        self._client = anthropic_client(
+            api_key or env_value(API_KEY_ENV), timeout_s=timeout_s, base_url=base_url,
+            missing_key_message=(
                 f"the LLM judge needs an Anthropic API key: set {API_KEY_ENV} in the environment "
-                f"(e.g. `export {API_KEY_ENV}=sk-ant-...`) or use the rules judge (judge: rules)",
-            )
-        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0, "timeout": timeout_s}
-        if base_url:
-            kwargs["base_url"] = base_url
-        self._client = anthropic.Anthropic(**kwargs)
+                f"(e.g. `export {API_KEY_ENV}=sk-ant-...`) or use the rules judge (judge: rules)"),
+        )
 
     # -- public ---------------------------------------------------------------------------
 
@@ -357,11 +356,7 @@ class LLMJudge:
                 raise ProviderError("malformed_response",
                                     "the judge model declined to answer (stop_reason=refusal)",
                                     raw_response=raw)
-            raise ProviderError(
-                "malformed_response",
-                f"the judge returned no JSON verdict (stop_reason={message.stop_reason}"
-                + (", raise max_tokens" if message.stop_reason == "max_tokens" else "") + ")",
-                retryable=True, raw_response=raw)
+            raise no_parsed_output("the judge returned no JSON verdict", message.stop_reason, raw)
         if not verdict.explanation.strip():
             raise ProviderError("malformed_response", "the judge gave a category but no explanation",
                                 retryable=True, raw_response=raw)

@@ -1,4 +1,4 @@
-"""The docstring examples of the generator adapters and the fakes run as tests."""
+"""The docstring examples of the providers, the generator adapters and the fakes run as tests."""
 
 from __future__ import annotations
 
@@ -8,6 +8,12 @@ import importlib
 import pytest
 
 MODULES = [
+    "sqleval_pipeline.providers",
+    "sqleval_pipeline.providers.errors",
+    "sqleval_pipeline.providers.env",
+    "sqleval_pipeline.providers.retry",
+    "sqleval_pipeline.providers.anthropic",
+    "sqleval_pipeline.providers.http",
     "sqleval_pipeline.generation._common",
     "sqleval_pipeline.generation.retry",
     "sqleval_pipeline.generation.anthropic_gen",
