@@ -99,3 +99,16 @@ def serving_snapshot(built_warehouse, tmp_path_factory) -> BuiltSnapshot:
         path=snap.serving_path(built_warehouse.snapshot_dir, manifest.snapshot_id),
         manifest=manifest,
     )
+
+
+#: fixtures that build something heavy (the demo warehouse with dbt, a serving snapshot, a
+#: Dagster instance): a test that needs one is in the slow lane
+_SLOW_FIXTURES = frozenset({"built_warehouse", "serving_snapshot"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """``pytest -m "not slow"`` is the fast lane: every test that needs the built warehouse (or
+    the snapshot made from it) is marked slow automatically, besides those marked by hand."""
+    for item in items:
+        if _SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -9,6 +9,7 @@ from sqleval_pipeline import paths
 from sqleval_pipeline import snapshot as snap
 
 
+@pytest.mark.slow
 def test_definitions_load_with_the_expected_assets():
     from sqleval_pipeline.definitions import build_definitions
 
@@ -32,9 +33,23 @@ def test_definitions_load_with_the_expected_assets():
     assert group("staging/stg_orders") == "warehouse" and group("raw/orders") == "raw"
 
 
+@pytest.mark.slow
 def test_workspace_points_at_the_definitions():
-    text = (paths.REPO_ROOT / "workspace.yaml").read_text()
-    assert "sqleval_pipeline.definitions" in text
+    """What `dagster dev -w workspace.yaml` loads: the module and attribute it names resolve to
+    Definitions (from the repository root, its working directory)."""
+    import importlib
+
+    import yaml
+
+    doc = yaml.safe_load((paths.REPO_ROOT / "workspace.yaml").read_text())
+    (entry,) = doc["load_from"]
+    target = entry["python_module"]
+    assert (paths.REPO_ROOT / target.get("working_directory", ".")).resolve() == paths.REPO_ROOT.resolve()
+    with dg.instance_for_test():
+        module = importlib.import_module(target["module_name"])
+        defs = getattr(module, target["attribute"])
+        assert isinstance(defs, dg.Definitions)
+        assert defs.resolve_job_def("evaluate") is not None
 
 
 @pytest.mark.slow

@@ -90,6 +90,7 @@ def _resources():
     return {"sqleval": SqlevalHome(project_file=str(p.file), root=str(p.home.root))}
 
 
+@pytest.mark.slow
 def test_sensor_registers_new_configuration_versions():
     from sqleval_pipeline.configs import load_configs
     from sqleval_pipeline.defs.evaluation.sensors import new_configuration_versions
@@ -108,6 +109,7 @@ def test_sensor_registers_new_configuration_versions():
         assert isinstance(again, dg.SkipReason)
 
 
+@pytest.mark.slow
 def test_nightly_schedule_requests_fresh_batches_for_active_configurations():
     from sqleval_pipeline.configs import load_configs
     from sqleval_pipeline.defs.evaluation.schedules import nightly_evaluation

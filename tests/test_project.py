@@ -144,6 +144,7 @@ def test_a_missing_dbt_project_names_the_field(tmp_path):
     assert "field 'dbt.project_dir'" in out and "dbt_project.yml not found" in out
 
 
+@pytest.mark.slow
 def test_a_selection_that_serves_nothing_names_the_field(tmp_path):
     dbt_dir = tmp_path / "dbt"
     shutil.copytree(FIXTURE, dbt_dir, ignore=shutil.ignore_patterns("target", "logs", "sqleval.yaml", "evals"))

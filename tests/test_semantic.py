@@ -26,6 +26,8 @@ from sqleval_pipeline.semantic import (
     ColumnRef, UnsupportedFilter, glossary_from_manifest, merge_glossaries, render_filter,
 )
 
+pytestmark = pytest.mark.slow  # every test needs the insurance fixture's dbt manifest (dbt parse)
+
 PROJECT = Path(__file__).parent / "fixtures" / "projects" / "insurance"
 AS_OF = date(2024, 6, 30)
 

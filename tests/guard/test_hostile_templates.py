@@ -299,6 +299,7 @@ def insurance_snapshot(tmp_path_factory):
     return path, manifest
 
 
+@pytest.mark.slow
 def test_the_suite_runs_on_a_foreign_snapshot(insurance_snapshot):
     path, manifest = insurance_snapshot
     suite = project_suite(manifest, sensitive=[SENSITIVE])

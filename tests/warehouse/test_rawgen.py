@@ -3,8 +3,12 @@ import datetime as dt
 import io
 import json
 
+import pytest
+
 from sqleval_pipeline import paths
 from sqleval_pipeline.demo.rawgen import AS_OF, FIRST_DAY, RAW_TABLES, generate, render_csv, write_raw
+
+pytestmark = pytest.mark.slow  # every test generates the demo's raw data (seconds each)
 
 
 def test_same_bytes_twice_and_as_committed(tmp_path):

@@ -47,6 +47,7 @@ def test_a_broken_identity_stops_the_freeze_and_names_the_expectation(broken_war
     assert not list((tmp_path / "snaps").glob(".building-*"))
 
 
+@pytest.mark.slow
 def test_an_expectations_file_with_a_typo_names_the_entry(tmp_path):
     from sqleval_pipeline.validation import SuitesError
 
