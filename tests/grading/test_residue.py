@@ -9,6 +9,8 @@ Hash collisions are forced with a constant hash: they may cost time, never a fal
 from __future__ import annotations
 
 import datetime as dt
+import importlib
+import pkgutil
 import random
 from decimal import Decimal
 
@@ -37,17 +39,30 @@ TYPE_NAMES = list(TYPED)
 
 FAST = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
+#: the grading package and its modules: a function looks a name up in the module that defines
+#: or imports it, so a patched name is set on every one of them that holds it
+GRADING_MODULES = [grading, *(importlib.import_module(f"{grading.__name__}.{m.name}")
+                              for m in pkgutil.iter_modules(grading.__path__))]
+
+
+def patch_grading(mp, name, value):
+    """``mp.setattr(module, name, value)`` on every grading module holding ``name``."""
+    holders = [m for m in GRADING_MODULES if hasattr(m, name)]
+    assert holders, f"no grading module has {name!r}"
+    for m in holders:
+        mp.setattr(m, name, value)
+
 
 @pytest.fixture
 def residue_everywhere(monkeypatch):
-    monkeypatch.setattr(grading, "_RESIDUE_MIN_ROWS", 0)
-    monkeypatch.setattr(grading, "_RESIDUE_MAX_FRACTION", 1.0)
+    patch_grading(monkeypatch, "_RESIDUE_MIN_ROWS", 0)
+    patch_grading(monkeypatch, "_RESIDUE_MAX_FRACTION", 1.0)
 
 
 def full_compare(e, g, monkeypatch_ctx):
     """The comparison without the raw-row pass (the reference implementation)."""
     with monkeypatch_ctx() as mp:
-        mp.setattr(grading, "_fast_exact", lambda *a: grading._Fast(False))
+        patch_grading(mp, "_fast_exact", lambda *a: grading._Fast(False))
         return compare(e, g)
 
 
@@ -80,8 +95,8 @@ def typed_pair(draw, max_rows=8):
 def test_residue_path_agrees_with_full_comparison(pair):
     e, g = pair
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(grading, "_RESIDUE_MIN_ROWS", 0)
-        mp.setattr(grading, "_RESIDUE_MAX_FRACTION", 1.0)
+        patch_grading(mp, "_RESIDUE_MIN_ROWS", 0)
+        patch_grading(mp, "_RESIDUE_MAX_FRACTION", 1.0)
         c = compare(e, g)
     ref = full_compare(e, g, pytest.MonkeyPatch.context)
     assert (c.exact, c.facts) == (ref.exact, ref.facts)
@@ -94,9 +109,9 @@ def test_residue_path_agrees_with_full_comparison(pair):
 def test_constant_hash_never_passes_wrongly(pair):
     e, g = pair
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(grading, "_hashes", lambda items: np.zeros(len(items), dtype=np.int64))
-        mp.setattr(grading, "_RESIDUE_MIN_ROWS", 0)
-        mp.setattr(grading, "_RESIDUE_MAX_FRACTION", 1.0)
+        patch_grading(mp, "_hashes", lambda items: np.zeros(len(items), dtype=np.int64))
+        patch_grading(mp, "_RESIDUE_MIN_ROWS", 0)
+        patch_grading(mp, "_RESIDUE_MAX_FRACTION", 1.0)
         c = compare(e, g)
     assert (c.exact, c.facts) == (lambda r: (r.exact, r.facts))(full_compare(e, g, pytest.MonkeyPatch.context))
 
@@ -104,7 +119,7 @@ def test_constant_hash_never_passes_wrongly(pair):
 def test_colliding_rows_are_not_paired(monkeypatch):
     # every row hashes alike: pairing by hash order pairs different rows, which verification
     # must reject
-    monkeypatch.setattr(grading, "_hashes", lambda items: np.zeros(len(items), dtype=np.int64))
+    patch_grading(monkeypatch, "_hashes", lambda items: np.zeros(len(items), dtype=np.int64))
     e = ResultSet(columns=["k", "v"], types=["BIGINT", "BIGINT"], rows=[[i, i] for i in range(50)])
     g = ResultSet(columns=["k", "v"], types=["BIGINT", "BIGINT"], rows=[[i, i + 1] for i in range(50)])
     assert grading._fast_exact(e, g, False).ok is False
@@ -201,7 +216,7 @@ def test_shifted_column_summary_agrees_with_reading_the_column(pair, block):
     # the candidate column's summary built from the expected column and the residue
     e, g = pair
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(grading, "_VERIFY_BLOCK", block)
+        patch_grading(mp, "_VERIFY_BLOCK", block)
         _check_shifted(e, g)
 
 
@@ -212,20 +227,20 @@ def test_residue_comparison_identical_without_shortcuts(pair, block):
     # summary nor on the verification block size
     e, g = pair
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(grading, "_RESIDUE_MIN_ROWS", 0)
-        mp.setattr(grading, "_RESIDUE_MAX_FRACTION", 1.0)
+        patch_grading(mp, "_RESIDUE_MIN_ROWS", 0)
+        patch_grading(mp, "_RESIDUE_MAX_FRACTION", 1.0)
         try:
             ref = compare(e, g)
         except (OverflowError, ValueError):
             return
-        mp.setattr(grading, "_VERIFY_BLOCK", block)
-        mp.setattr(grading, "_shifted_compatible", lambda *a: None)
+        patch_grading(mp, "_VERIFY_BLOCK", block)
+        patch_grading(mp, "_shifted_compatible", lambda *a: None)
         assert compare(e, g) == ref
         mp.undo()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(grading, "_RESIDUE_MIN_ROWS", 0)
-        mp.setattr(grading, "_RESIDUE_MAX_FRACTION", 1.0)
-        mp.setattr(grading, "_VERIFY_BLOCK", block)
+        patch_grading(mp, "_RESIDUE_MIN_ROWS", 0)
+        patch_grading(mp, "_RESIDUE_MAX_FRACTION", 1.0)
+        patch_grading(mp, "_VERIFY_BLOCK", block)
         assert compare(e, g) == ref
 
 
@@ -262,12 +277,12 @@ def test_large_results_shifted_summary_matches_full(lead, change, monkeypatch):
         rows[10][col["metric"]] += 1.0
         rows[2500][col["metric"]] -= 1.0
     g = ResultSet(columns=e.columns, types=e.types, rows=rows)
-    monkeypatch.setattr(grading, "_VERIFY_BLOCK", 1024)
+    patch_grading(monkeypatch, "_VERIFY_BLOCK", 1024)
     c = compare(e, g)
     ref = full_compare(e, g, pytest.MonkeyPatch.context)
     assert (c.exact, c.facts, c.exact_reason, c.facts_reason, c.mismatch) == (
         ref.exact, ref.facts, ref.exact_reason, ref.facts_reason, ref.mismatch)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(grading, "_shifted_compatible", lambda *a: None)
+        patch_grading(mp, "_shifted_compatible", lambda *a: None)
         assert compare(e, g) == c
     _check_shifted(e, g)

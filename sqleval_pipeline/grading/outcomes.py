@@ -1,0 +1,256 @@
+"""Comparisons and outcomes (docs/grading.md): :func:`compare` (both readings, through the
+fast paths), :func:`compare_any` over accepted results, and :func:`grade_attempt` (the
+outcome table)."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqleval_pipeline.grading.bags import _segments
+from sqleval_pipeline.grading.columns import _columns
+from sqleval_pipeline.grading.fast import _close_residue, _facts_missing_column, _Fast, _fast_exact, _subset
+from sqleval_pipeline.grading.matching import _compare_exact, _compare_facts
+from sqleval_pipeline.grading.values import GRADER_VERSION
+from sqleval_pipeline.records import Attempt, Execution, Grade
+from sqleval_pipeline.results import ResultSet
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sqleval_pipeline.golden.model import Case
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Both readings of one comparison, with reason codes and an actionable description.
+
+    ``exact_reason``: match | column_count | row_count | values | order.
+    ``facts_reason``: match | row_count | missing_column | no_alignment | order.
+    ``column_map[i]`` is the candidate column matched to expected column ``i`` (got-the-facts).
+    """
+
+    exact: bool
+    facts: bool
+    exact_reason: str
+    facts_reason: str
+    column_map: tuple[int, ...] | None = None
+    mismatch: str | None = None
+    alternative: int | None = None
+
+    @property
+    def reason(self) -> str:
+        if self.exact:
+            return "match"
+        if self.facts:
+            return f"facts_only:{self.exact_reason}"
+        return self.facts_reason if self.exact_reason == "column_count" else self.exact_reason
+
+
+# --------------------------------------------------------------------------- residue path
+# (how the residue is closed and why that is safe: sqleval_pipeline/grading/fast.py)
+
+#: results with fewer rows go straight to the full comparison
+_RESIDUE_MIN_ROWS = 2_000
+#: give up on the residue path when the residue exceeds this fraction of the rows
+_RESIDUE_MAX_FRACTION = 0.05
+
+
+def _compare_residue(expected: ResultSet, got: ResultSet, fast: _Fast) -> Comparison | None:
+    """Both readings from the residue of the raw-row pass (None: use the full comparison)."""
+    assert fast.res_e is not None and fast.res_g is not None
+    n = len(expected.rows)
+    if n < _RESIDUE_MIN_ROWS or len(fast.res_e) > _RESIDUE_MAX_FRACTION * n or not len(expected.columns):
+        return None
+    kept = _close_residue(expected, got, fast.res_e, fast.res_g, fast.lead)
+    if kept is None:
+        return None
+    sub_e, sub_g = _subset(expected, kept[0]), _subset(got, kept[1])
+    ecols, gcols = _columns(sub_e), _columns(sub_g)
+    exact, exact_reason, exact_msg = _compare_exact(sub_e, sub_g, ecols, gcols, None)
+    if exact:
+        return Comparison(True, True, "match", "match", tuple(range(len(ecols))), None)
+    facts_msg = _facts_missing_column(expected, got, fast.res_e, fast.res_g)
+    if facts_msg is None:
+        # got-the-facts needs the full column search
+        facts, facts_reason, facts_msg, cmap = _compare_facts(expected, got, _columns(expected), _columns(got), None)
+    else:
+        facts, facts_reason, cmap = False, "missing_column", None
+    return _comparison(False, facts, exact_reason, facts_reason, cmap, exact_msg, facts_msg)
+
+
+def _comparison(exact: bool, facts: bool, exact_reason: str, facts_reason: str, cmap, exact_msg, facts_msg
+                ) -> Comparison:
+    if facts:
+        msg = f"exact: {exact_msg}; got-the-facts passes with columns {list(cmap or ())}"
+    elif exact_msg == facts_msg or facts_msg is None:
+        msg = exact_msg
+    else:
+        msg = f"exact: {exact_msg}; got-the-facts: {facts_msg}"
+    return Comparison(False, facts, exact_reason, facts_reason, cmap, msg)
+
+
+def compare(
+    expected: ResultSet,
+    got: ResultSet,
+    order_matters: bool = False,
+    order_keys: Sequence[str] = (),
+) -> Comparison:
+    """Compare a candidate result with an expected one under both rules (see module doc).
+
+    >>> e = ResultSet(columns=["k", "v"], types=["VARCHAR", "BIGINT"], rows=[["a", 1], ["b", 1]])
+    >>> g = ResultSet(columns=["k", "v"], types=["VARCHAR", "BIGINT"], rows=[["b", 1], ["a", 1]])
+    >>> compare(e, g).exact, compare(e, g, order_matters=True).exact
+    (True, False)
+    >>> compare(e, g, order_matters=True, order_keys=["v"]).exact  # tied on v: any order
+    True
+    """
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # many short-lived tuples and no cycles: the collector only costs time here
+    try:
+        return _compare(expected, got, order_matters, order_keys)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _compare(expected: ResultSet, got: ResultSet, order_matters: bool, order_keys: Sequence[str]) -> Comparison:
+    fast = _fast_exact(expected, got, order_matters)
+    if fast.ok:
+        return Comparison(True, True, "match", "match", tuple(range(len(expected.columns))), None)
+    if fast.res_e is not None:
+        c = _compare_residue(expected, got, fast)
+        if c is not None:
+            return c
+    ecols = _columns(expected)
+    gcols = _columns(got)
+    seg = _segments(expected, ecols, order_keys) if order_matters else None
+    if seg is not None and len(expected.rows) != len(got.rows):
+        seg = None  # row counts differ: reported as such below
+    exact, exact_reason, exact_msg = _compare_exact(expected, got, ecols, gcols, seg)
+    if exact:
+        return Comparison(True, True, "match", "match", tuple(range(len(ecols))), None)
+    facts, facts_reason, facts_msg, cmap = _compare_facts(expected, got, ecols, gcols, seg)
+    return _comparison(False, facts, exact_reason, facts_reason, cmap, exact_msg, facts_msg)
+
+
+def compare_any(
+    accepted: Sequence[ResultSet], got: ResultSet, order_matters: bool = False, order_keys: Sequence[str] = ()
+) -> Comparison:
+    """Compare against every accepted result; an exact pass anywhere beats a facts pass.
+
+    The returned comparison records the index of the accepted result used (``alternative``);
+    when nothing passes it is the comparison with the primary reading.
+    """
+    if not accepted:
+        raise ValueError("no accepted result to compare with")
+    best: Comparison | None = None
+    for idx, exp in enumerate(accepted):
+        keys = [k for k in order_keys if k in exp.columns] if idx else order_keys
+        c = compare(exp, got, order_matters, keys)
+        c = Comparison(c.exact, c.facts, c.exact_reason, c.facts_reason, c.column_map, c.mismatch, idx)
+        if c.exact:
+            return c
+        if best is None or (c.facts and not best.facts):
+            best = c
+    assert best is not None
+    return best
+
+
+def grade_against(case: Case, got: ResultSet) -> Comparison:
+    """Compare ``got`` with every accepted result of ``case`` (passing any one passes)."""
+    return compare_any(case.accepted_results(), got, case.order_matters, case.order_keys)
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+def grade_attempt(
+    case: Case, attempt: Attempt, execution: Execution | None, *, grader_version: str = GRADER_VERSION
+) -> Grade:
+    """The outcome of one attempt (outcome table, docs/grading.md), with the reason kept.
+
+    - provider/harness errors → ERROR (outside the denominator);
+    - should-refuse case: a refusal → DEFERRED_CORRECTLY, any SQL → WRONG (even when the
+      guard then blocked it: the system did not decline);
+    - answerable case: a refusal → DEFERRED_WRONGLY; guard refusal, timeout, SQL error or a
+      truncated result → WRONG; rows → CORRECT / CORRECT_FACTS / WRONG by :func:`compare`;
+    - a case without a frozen expected result gets no outcome (execution-only score).
+    """
+    if attempt.key[1] != case.id:
+        raise ValueError(f"attempt is for case {attempt.case_id!r}, not {case.id!r}")
+    if execution is not None and execution.key != attempt.key:
+        raise ValueError(f"execution {execution.key} does not belong to attempt {attempt.key}")
+    meta = {
+        "config_version": attempt.config_version,
+        "case_id": attempt.case_id,
+        "run_index": attempt.run_index,
+        "grader_version": grader_version,
+        "band": case.band,
+        "difficulty": case.difficulty,
+        "split": case.split,
+        "cluster": case.cluster,
+        "case_status": case.status,
+        "snapshot_id": case.snapshot_id,
+    }
+
+    def g(outcome, reason, **kw) -> Grade:
+        return Grade(outcome=outcome, reason=reason, **meta, **kw)
+
+    if attempt.kind == "error":
+        return g("ERROR", f"provider_error:{attempt.error_code}", mismatch=attempt.error_message)
+    if attempt.kind == "sql":
+        if execution is None:
+            return g("ERROR", "harness_error:no_execution", mismatch="no execution record for this attempt")
+        if execution.status == "error" and execution.error_source == "harness":
+            return g("ERROR", f"harness_error:{execution.error_code or 'unknown'}", mismatch=execution.error_message)
+    executed = None if attempt.kind != "sql" else execution.status == "ok"  # type: ignore[union-attr]
+
+    if not case.answerable:
+        if attempt.kind == "refusal":
+            return g("DEFERRED_CORRECTLY", "declined", mismatch=None)
+        assert execution is not None
+        if execution.status == "refused":
+            return g(
+                "WRONG",
+                f"answered_should_refuse:guard_blocked:{execution.layer}:{execution.reason}",
+                mismatch=f"the system answered; the guard ({execution.layer}) blocked it: {execution.message or execution.reason}",
+                executed=executed,
+            )
+        return g("WRONG", "answered_should_refuse", mismatch="the system answered a question it should have declined", executed=executed)
+
+    if attempt.kind == "refusal":
+        return g("DEFERRED_WRONGLY", "over_refusal", mismatch=attempt.refusal_reason)
+    assert execution is not None
+    if execution.status == "refused":
+        return g(
+            "WRONG", f"guard_refused:{execution.layer}:{execution.reason}", mismatch=execution.message, executed=False
+        )
+    if execution.status == "timeout":
+        return g("WRONG", "timeout", mismatch=execution.message or "execution time cap reached", executed=False)
+    if execution.status == "error":
+        return g("WRONG", f"sql_error:{execution.error_code or 'unknown'}", mismatch=execution.error_message, executed=False)
+    accepted = case.accepted_results()
+    if not accepted:
+        return g(None, "unverified_execution_only", executed=True)
+    assert execution.result is not None
+    if execution.truncated:
+        return g(
+            "WRONG", "result_truncated", exact=False, facts=False, executed=True,
+            mismatch=f"result truncated at {execution.result.row_count} rows by the result cap",
+        )
+    c = compare_any(accepted, execution.result, case.order_matters, case.order_keys)
+    if c.exact:
+        return g("CORRECT", "match", exact=True, facts=True, alternative=c.alternative, executed=True)
+    if c.facts:
+        return g(
+            "CORRECT_FACTS", f"facts_only:{c.exact_reason}", exact=False, facts=True,
+            alternative=c.alternative, mismatch=c.mismatch, executed=True,
+        )
+    return g(
+        "WRONG", f"result_mismatch:{c.facts_reason if c.exact_reason == 'column_count' else c.exact_reason}",
+        exact=False, facts=False, mismatch=c.mismatch, executed=True,
+    )
