@@ -151,7 +151,8 @@ class GuardPolicy(BaseModel):
     def function_denied(self, name: str) -> bool:
         """True when a function name (any case) is on the denylist.
 
-        >>> load_policy().function_denied("READ_CSV_AUTO"), load_policy().function_denied("sum")
+        >>> p = load_policy(served=["fct_orders"])
+        >>> p.function_denied("READ_CSV_AUTO"), p.function_denied("sum")
         (True, False)
         """
         n = name.lower()

@@ -47,7 +47,7 @@ in the scopes that can see it, and a non-recursive CTE referring to its own name
 them case-insensitively even when quoted.
 
 >>> from sqleval_pipeline.guard.policy import load_policy
->>> f = StatementFilter(load_policy(), database_names={"snap-c898c146fddf"})
+>>> f = StatementFilter(load_policy(served=["fct_orders"]), database_names={"snap-c898c146fddf"})
 >>> f.check("SELECT count(*) FROM fct_orders").allowed
 True
 >>> v = f.check("SELECT 1; DROP TABLE fct_orders")
