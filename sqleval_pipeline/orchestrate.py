@@ -18,9 +18,19 @@ from sqleval_pipeline.project import current as current_project
 class RunFailed(RuntimeError):
     """A materialization failed; ``str()`` is the underlying error a person should read."""
 
-    def __init__(self, step: str, message: str):
+    def __init__(self, step: str, message: str, *, summary: RunSummary | None = None,
+                 check_failure: bool = False):
         self.step = step
+        #: what the run did materialize before it failed (metadata, check verdicts)
+        self.summary = summary
+        #: every failed step failed only because a blocking asset check failed (the assets
+        #: themselves were materialized: e.g. the regression gate wrote its diff and verdict)
+        self.check_failure = check_failure
         super().__init__(f"[{step}] {message}")
+
+    @property
+    def failed_checks(self) -> set[str]:
+        return {k for k, ok in (self.summary.checks if self.summary else {}).items() if not ok}
 
 
 @dataclass
@@ -108,6 +118,9 @@ def materialize(groups: list[str], run_config: dict | None = None,
         failures = result.get_step_failure_events()
         if failures:
             f = failures[0]
-            raise RunFailed(f.step_key or "run", _root_message(f.step_failure_data.error))
-        raise RunFailed("run", "the run did not succeed (see `make ui` for its log)")
+            only_checks = all(getattr(x.step_failure_data.error, "cls_name", "") == "DagsterAssetCheckFailedError"
+                              for x in failures)
+            raise RunFailed(f.step_key or "run", _root_message(f.step_failure_data.error), summary=summary,
+                            check_failure=only_checks)
+        raise RunFailed("run", "the run did not succeed (see `make ui` for its log)", summary=summary)
     return summary

@@ -1,5 +1,6 @@
 from typer.testing import CliRunner
 
+from sqleval_pipeline import paths
 from sqleval_pipeline.cli import app
 
 runner = CliRunner()
@@ -64,3 +65,35 @@ def test_run_refuses_fewer_runs_than_the_floor():
                                  "--runs", "1"])
     assert result.exit_code == 1
     assert "below the floor of 3" in " ".join(result.output.split())
+
+
+def test_run_exits_1_when_the_regression_gate_fails(serving_snapshot, tmp_path, monkeypatch):
+    """A candidate worse than its baseline: the gate fails through Dagster's blocking check and
+    `sqleval run` exits 1 (after printing the diff); the baseline itself passes."""
+    import shutil
+
+    import yaml
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    monkeypatch.setenv("SQLEVAL_HOME", str(home))
+    monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    good = yaml.safe_load((paths.EVALS_DIR / "configs" / "baseline_curated.yaml").read_text())
+    good.update(name="good", baseline=None)
+    bad = yaml.safe_load((paths.EVALS_DIR / "configs" / "baseline_raw.yaml").read_text())
+    bad.update(name="worse", baseline="good")
+    (configs / "good.yaml").write_text(yaml.safe_dump({k: v for k, v in good.items() if v is not None}))
+    (configs / "worse.yaml").write_text(yaml.safe_dump(bad))
+    shutil.copy(paths.EVALS_DIR / "decisions.yaml", configs / "decisions.yaml")
+    cases = "com-012,com-013,com-018,com-001"  # the curated baseline answers these, the raw one not all
+    first = runner.invoke(app, ["run", "-c", str(configs / "good.yaml"), "--cases", cases])
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, ["run", "-c", str(configs / "worse.yaml"), "--cases", cases])
+    assert second.exit_code == 1, second.output
+    out = second.output
+    # the scorecard, the diff and the gate verdict are printed, not a bare Dagster error
+    assert "Scorecard" in out and "newly failing" in out and "regression gate failed" in out, out
+    assert "DagsterAssetCheckFailedError" not in out, out

@@ -33,9 +33,14 @@ def project():
 
 
 def run_assets(groups: list[str], run_config: dict | None = None, *, partition_key: str | None = None,
-               configs_dir: str | None = None, show_progress: bool = False):
+               configs_dir: str | None = None, show_progress: bool = False,
+               reported_checks: frozenset[str] = frozenset()):
     """Materialize asset groups of the project in-process. dbt's streamed log goes to a file,
-    not the screen; long stages drive rich progress bars."""
+    not the screen; long stages drive rich progress bars.
+
+    A run that failed only because blocking checks in ``reported_checks`` (``asset:check``)
+    failed returns its summary: the caller reports those verdicts itself (``sqleval run``
+    prints the diff and the gate, then exits 1) instead of a bare Dagster error."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from sqleval_pipeline import progress as progress_hook
@@ -72,6 +77,9 @@ def run_assets(groups: list[str], run_config: dict | None = None, *, partition_k
             failure = f"{type(exc).__name__}: {exc}"
         finally:
             progress_hook.set_sink(None)
+    if isinstance(failure, RunFailed) and failure.check_failure and failure.summary is not None \
+            and failure.failed_checks and failure.failed_checks <= reported_checks:
+        return failure.summary
     if failure is not None:
         fail(f"{failure}\n(full log: {log_path})")
     return summary

@@ -113,7 +113,7 @@ def run(
                   f"in project {proj.name}")
     summary = run_assets(EVALUATION_GROUPS, {"ops": {"eval_attempts": {"config": op_config}}},
                          partition_key=loaded.partition_key, configs_dir=str(config.resolve().parent),
-                         show_progress=True)
+                         show_progress=True, reported_checks=frozenset({"eval_gate:regression_gate"}))
     calls = summary.materialized.get("eval_attempts", {}).get("provider_calls", 0)
     console.print(f"Dagster run {summary.run_id[:8]} in {summary.seconds:.1f} s; this run made "
                   f"{calls} provider call(s)")
@@ -143,7 +143,8 @@ def demo() -> None:
     configs.sort(key=lambda c: (c.config.baseline in names, c.name))  # baselines first
     for loaded in configs:
         console.rule(f"evaluating {loaded.partition_key}")
-        s = run_assets(EVALUATION_GROUPS, partition_key=loaded.partition_key, show_progress=True)
+        s = run_assets(EVALUATION_GROUPS, partition_key=loaded.partition_key, show_progress=True,
+                       reported_checks=frozenset({"eval_gate:regression_gate"}))
         console.print(f"Dagster run {s.run_id[:8]} in {s.seconds:.1f} s")
         ok = show_evaluation(loaded.partition_key,
                              markdown=proj.home.root / "reports" / f"{loaded.name}.md")
