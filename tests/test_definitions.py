@@ -1,9 +1,11 @@
 """The Dagster definitions load, and the foundation job really materializes end to end."""
 
+import json
 import shutil
 
 import dagster as dg
 import pytest
+import yaml
 
 from sqleval_pipeline import paths
 from sqleval_pipeline import snapshot as snap
@@ -81,3 +83,53 @@ def test_foundation_materializes_through_dagster(tmp_path, monkeypatch):
     assert (home.warehouse).exists()
     # the run is recorded in the instance the UI opens
     assert (home.dagster_home / "dagster.yaml").exists()
+
+    # ---- drift stops the foundation, through Dagster, with the failing checks recorded
+    from sqleval_pipeline.orchestrate import RunFailed
+
+    # 1. the pinned manifest no longer describes what the warehouse gives: serving_snapshot fails
+    # (a pin made from other data: same tables, one row count different, another id)
+    doc = json.loads((manifests / f"{pinned}.json").read_text())
+    table = sorted(doc["tables"])[0]
+    doc["tables"][table]["rows"] += 1
+    doc["tables"][table]["checksum"] = "0" * 64
+    doc["snapshot_id"] = "snap-000000000000"
+    (manifests / "snap-000000000000.json").write_text(json.dumps(doc))
+    snap.write_pinned(manifests, "snap-000000000000")
+    with pytest.raises(RunFailed, match="snapshot drift") as info:
+        materialize(["snapshot"], manifest_dir=str(manifests))
+    assert info.value.summary.checks["serving_snapshot:matches_pinned_snapshot"] is False
+    assert table in str(info.value)
+    # (a pin under another id whose table fingerprints all match: still drift, never accepted)
+    same = json.loads((manifests / f"{pinned}.json").read_text())
+    same["snapshot_id"] = "snap-111111111111"
+    (manifests / "snap-111111111111.json").write_text(json.dumps(same))
+    snap.write_pinned(manifests, "snap-111111111111")
+    with pytest.raises(RunFailed, match="snapshot drift"):
+        materialize(["snapshot"], manifest_dir=str(manifests))
+    snap.write_pinned(manifests, pinned)  # restore the real pin
+
+    # 2. a golden case whose frozen result no longer reproduces: golden_set fails, naming it
+    proj = tmp_path / "project"
+    shutil.copytree(paths.REPO_ROOT / "evals", proj / "evals")
+    spec = yaml.safe_load((paths.REPO_ROOT / "sqleval.yaml").read_text())
+    spec["dbt"]["project_dir"] = str(paths.REPO_ROOT / "dbt_project")
+    spec["validation"] = str(paths.REPO_ROOT / spec["validation"])
+    spec["paths"].update(glossary=str(paths.REPO_ROOT / spec["paths"]["glossary"]), snapshots=str(manifests),
+                         build=str(home.root))
+    (proj / "sqleval.yaml").write_text(yaml.safe_dump(spec))
+    golden = proj / "evals" / "golden" / "commerce.jsonl"
+    lines = golden.read_text().splitlines()
+    for i, line in enumerate(lines):
+        case = json.loads(line)
+        if case.get("expected") and case["expected"]["rows"] and isinstance(case["expected"]["rows"][0][0], int):
+            case["expected"]["rows"][0][0] += 1
+            lines[i] = json.dumps(case)
+            drifted = case["id"]
+            break
+    golden.write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("SQLEVAL_PROJECT", str(proj))
+    with pytest.raises(RunFailed, match="no longer reproduce") as info:
+        materialize(["snapshot", "golden"], manifest_dir=str(manifests))
+    assert info.value.summary.checks["golden_set:reproduces_on_snapshot"] is False
+    assert drifted in str(info.value)

@@ -46,6 +46,9 @@ def build_snapshot_asset(served_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
             drift = snap.compare_tables(old.tables, manifest.tables)
             if old.as_of != manifest.as_of:
                 drift.insert(0, f"as-of date {old.as_of} → {manifest.as_of}")
+            if not drift:  # another id always means other content: never accept it silently
+                drift.append(f"the pinned manifest {pinned} and the built snapshot differ in what the "
+                             "table fingerprints do not show (serving schema, selection or manifest content)")
         for note in manifest.skipped:
             context.log.info(f"not served: {note}")
         objects = snap.list_serving_objects(path)
