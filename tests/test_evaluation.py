@@ -342,3 +342,41 @@ def test_an_unrelated_broken_configuration_does_not_stop_another(env, tmp_path):
     assert ev.find_config(env2, raw.partition_key).name == "baseline-raw"
     with pytest.raises(ev.EvaluationError, match=r"broken.yaml.*runs"):
         ev.find_config(env2, "broken@00000000")
+
+
+def test_the_llm_judge_runs_inside_stage_diagnoses(env, tmp_path, monkeypatch):
+    """`judge: llm`: the diagnoses stage calls the real Anthropic SDK (against the loopback
+    fake) once per failed attempt, stores its verdicts beside the rules judge's, and reuses
+    them on the next run (no second call)."""
+    import json
+
+    import yaml
+
+    from sqleval_pipeline.judging.base import is_failure
+    from sqleval_pipeline.records import Diagnosis
+    from tests.generation.fakes import FakeAnthropic, text
+
+    doc = yaml.safe_load((paths.EVALS_DIR / "configs" / "baseline_raw.yaml").read_text())
+    doc.update(name="raw-llm-judged", judge="llm", judge_model="claude-opus-4-1")
+    doc.pop("baseline", None)
+    cfg = tmp_path / "raw_llm.yaml"
+    cfg.write_text(yaml.safe_dump(doc))
+    loaded = load_config(cfg, root=paths.REPO_ROOT)
+    ids = ["com-008", "com-012", "com-001"]  # two failing cases, one success (the offline baseline)
+    verdict = text(json.dumps({"category": "wrong_filter", "explanation": "filters the wrong coded value"}))
+    with FakeAnthropic(default=verdict) as fake:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        res = ev.evaluate(env, loaded, case_ids=ids)
+        folder = env.store.batch_dir(loaded.partition_key, res.batch.batch_id)
+        grades = load_records(folder / "grades.parquet", Grade)
+        failed = {g.key for g in grades if is_failure(g)}
+        diags = load_records(folder / "diagnoses.parquet", Diagnosis)
+        llm = [d for d in diags if d.judge.startswith("llm:")]
+        assert failed and {d.key for d in llm} == failed
+        assert {d.key for d in diags if d.judge == "rules"} == failed
+        assert all(d.category == "wrong_filter" and d.judge == "llm:claude-opus-4-1" for d in llm)
+        assert fake.calls == len(failed)
+        assert all(r.json["model"] == "claude-opus-4-1" for r in fake.requests)
+        ev.stage_diagnoses(env, loaded, res.batch)  # stored verdicts are reused
+        assert fake.calls == len(failed)
