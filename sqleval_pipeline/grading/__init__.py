@@ -17,18 +17,21 @@ Two readings, both always computed:
 >>> (c.exact, c.facts, c.column_map)
 (False, True, (2, 1))
 
-Value rules (both readings): a *whole number* is an integer-typed value (a Python ``int``
-from an INTEGER/BIGINT/HUGEINT... column), not a DOUBLE or DECIMAL that happens to be
-integral. An integer-typed value equals another number only when they are exactly equal
+Value rules (both readings, revision 3): an integer-typed value (a Python ``int`` from an
+INTEGER/BIGINT/HUGEINT... column) equals another number only when they are exactly equal
 (``5 == 5.0 == Decimal('5.00')`` but ``5 != 5.0000001``: a count is right or wrong, on either
-side). Two DOUBLE/DECIMAL values, integral or not, are equal within 5e-7 absolute or 1e-5
-relative (``|a-b| <= max(5e-7, 1e-5*max(|a|,|b|))``), so ``Decimal('58920.00')`` equals
-``58920.000000000004``. A bool is not a number; NULL, 0, '' and false all differ;
-``'4' != 4``; a date equals the timestamp at its midnight but not its ISO string; strings
-compare exactly after removing trailing whitespace. Got-the-facts additionally accepts, for a
-non-integral expected value, that value rounded half-up or half-even to 2 or more decimals.
-DOUBLE/DECIMAL values are compared at double precision; numbers nested inside LIST/STRUCT
-values compare exactly (no tolerance).
+side), and so do two whole numbers of any type (``1000000.00 != 1000009.0``). Otherwise the
+tolerance follows the storage type: DOUBLE vs DOUBLE/DECIMAL within 1e-9 relative or 1e-12
+absolute (summation-order noise: ``Decimal('58920.00')`` equals ``58920.000000000004``, but a
+rounding such as ``1351.33`` is never within tolerance of ``1351.3333``); 1e-6 relative when
+either column is REAL (float32); DECIMAL vs DECIMAL by exact value. A bool is not a number;
+NULL, 0, '' and false all differ; ``'4' != 4``; a date equals the timestamp at its midnight
+but not its ISO string; strings compare exactly after removing trailing whitespace.
+Got-the-facts additionally accepts, for a non-integral expected value, that value rounded to
+2 or more decimals: half-up or half-even of the printed value, or half-up of the stored double
+(DuckDB's ``round()``), compared under the candidate's storage tolerance. DOUBLE/DECIMAL
+values are compared at double precision; numbers nested inside LIST/STRUCT values compare
+exactly (no tolerance). ``ABS_TOL``/``REL_TOL`` are only the reach the fast paths prune with.
 
 How multiset matching stays correct and fast with a tolerance (which is not transitive)
 ---------------------------------------------------------------------------------------

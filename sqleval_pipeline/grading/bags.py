@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from sqleval_pipeline.grading.columns import _Col, _rigid, _Snap, _snap
-from sqleval_pipeline.grading.values import ABS_TOL, REL_TOL, _rounding_matches
+from sqleval_pipeline.grading.columns import _Col, _rigid, _Snap, _snap, column
+from sqleval_pipeline.grading.values import _rounding_matches, within
 from sqleval_pipeline.results import ResultSet
 
 
@@ -198,12 +198,13 @@ def _pair_ok(ec: _Col, gc: _Col, xs: _Snap, ie: np.ndarray, ig: np.ndarray, fact
     ev, et, _, en = ec.info()
     gv, gt, gi, _ = gc.info()
     a, b = ev[ie], gv[ig]
-    with np.errstate(invalid="ignore"):
-        within = np.abs(a - b) <= np.maximum(ABS_TOL, REL_TOL * np.maximum(np.abs(a), np.abs(b)))
-    ok |= et[ie] & gt[ig] & within  # two DOUBLE/DECIMAL values within the tolerance
+    real, exact = ec.real or gc.real, ec.decimal and gc.decimal
+    close = within(a, b, real=real, exact=exact)
+    ok |= et[ie] & gt[ig] & close  # two DOUBLE/DECIMAL values within their storage types' tolerance
     if facts:
         for k in np.flatnonzero(~ok & en[ie] & (gt[ig] | (gi[ig] & np.isfinite(b)))).tolist():
-            ok[k] = _rounding_matches(ec.keys[ie[k]], gc.keys[ig[k]])
+            ok[k] = _rounding_matches(ec.keys[ie[k]], gc.keys[ig[k]], real=real, exact=exact,
+                                      decimal_expected=ec.decimal)
     return ok
 
 
@@ -282,8 +283,8 @@ def _match_rows(expected: ResultSet, got: ResultSet, ecols: list[_Col], gcols: l
         for c, r in enumerate(rigid):
             if not r:
                 i, j = eidx[c], gmap[c]
-                se = _Col([expected.rows[x][i] for x in el])
-                sg = _Col([got.rows[x][j] for x in gl])
+                se = column(expected, i, [expected.rows[x][i] for x in el])
+                sg = column(got, j, [got.rows[x][j] for x in gl])
                 snaps.append(_snap(se, sg, facts))
         sub_ok, rows = _bags(sub, snaps)
         if not sub_ok:

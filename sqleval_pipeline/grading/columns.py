@@ -21,11 +21,14 @@ import numpy as np
 from sqleval_pipeline.grading.values import (
     _TRAILING_WS,
     ABS_TOL,
+    REAL_REL_TOL,
     REL_TOL,
     _is_num,
     _is_tolerant_key,
     _num_match,
     canonical_key,
+    is_real,
+    within,
 )
 from sqleval_pipeline.results import ResultSet
 
@@ -43,10 +46,12 @@ class _Col:
     ``nonint``: holds non-integral ones (roundings apply); ``ints``: holds integer-typed ones.
     """
 
-    __slots__ = ("keys", "kind", "tol", "nonint", "ints", "inexact", "farr", "_codes", "_emap", "_temap", "_tcodes",
-                 "_sig", "_num", "_ident", "_info")
+    __slots__ = ("keys", "kind", "tol", "nonint", "ints", "inexact", "farr", "real", "decimal", "_codes", "_emap",
+                 "_temap", "_tcodes", "_sig", "_num", "_ident", "_info")
 
-    def __init__(self, values: Sequence[Any]):
+    def __init__(self, values: Sequence[Any], *, real: bool = False, decimal: bool = False):
+        #: storage type of the column (the tolerance follows it): REAL (float32), DECIMAL
+        self.real, self.decimal = real, decimal
         types_ = set(map(type, values))
         keys: Sequence[Any] | None = None
         self.kind = "other"
@@ -210,12 +215,19 @@ def _columns(rs: ResultSet) -> list[_Col]:
     if not rs.columns:
         return []
     if not rs.rows:
-        return [_Col([]) for _ in rs.columns]
+        return [column(rs, j, []) for j in range(len(rs.columns))]
     k = len(rs.columns)
     if set(map(len, rs.rows)) != {k}:
         raise ValueError(f"rows must have {k} values")
     # one list per column (``zip(*rows)`` is slow on many rows)
-    return [_Col([r[j] for r in rs.rows]) for j in range(k)]
+    return [column(rs, j, [r[j] for r in rs.rows]) for j in range(k)]
+
+
+def column(rs: ResultSet, j: int, values: Sequence[Any]) -> _Col:
+    """A column summary of ``values`` (column ``j`` of ``rs``, or some of its rows) that
+    knows the column's storage type."""
+    t = str(rs.types[j]).upper() if j < len(rs.types) else ""
+    return _Col(values, real=is_real(t), decimal=t.startswith(("DECIMAL", "NUMERIC")))
 
 
 # --------------------------------------------------------------------------- snapping
@@ -259,6 +271,7 @@ def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
     E = E[order]
     Ecodes = np.asarray([emap[etol[i]] for i in order], dtype=np.int64)
     gvals, gtol, gint, _ = g.info()
+    real, exact = e.real or g.real, e.decimal and g.decimal  # the storage types' tolerance
     # candidate rows holding a number that may match a DOUBLE/DECIMAL expected value
     relevant = gtol | (gint & np.isfinite(gvals) & (facts or e.mixed))
     rows_idx = np.flatnonzero(relevant)
@@ -281,9 +294,7 @@ def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
     for k in range(int(cnt.max(initial=0))):
         j = np.minimum(lo + k, last_e)
         ev = E[j]
-        ok = (lo + k < hi) & ~g_int & (
-            np.abs(ev - G) <= np.maximum(ABS_TOL, REL_TOL * np.maximum(np.abs(ev), np.abs(G)))
-        )
+        ok = (lo + k < hi) & ~g_int & within(ev, G, real=real, exact=exact)
         first = np.where(ok & (first < 0), Ecodes[j], first)
         ncompat += ok
         pairs_r.append(np.flatnonzero(ok))
@@ -294,7 +305,10 @@ def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
     if e.mixed:
         check_round = np.ones(len(G), dtype=bool)
     elif facts:
-        check_round = (cnt > 0) & (np.abs(G - np.round(G, 6)) <= 1e-9 * np.maximum(1.0, np.abs(G)))
+        # (within the candidate's storage tolerance of such a value: round(x, 2)::REAL carries
+        # float32 noise far beyond the 7th decimal)
+        noise = REAL_REL_TOL if real else 1e-9
+        check_round = (cnt > 0) & (np.abs(G - np.round(G, 6)) <= noise * np.maximum(1.0, np.abs(G)))
     else:
         check_round = np.zeros(len(G), dtype=bool)
     settled = ~check_round & (ncompat <= 1)
@@ -330,7 +344,8 @@ def _snap(e: _Col, g: _Col, facts: bool, exact_only: bool = False) -> _Snap:
                     cs.add(c)
             for j in range(lo[r], hi[r]):
                 c = int(Ecodes[j])
-                if c not in cs and _num_match(etol[order[j]], gk, facts):
+                if c not in cs and _num_match(etol[order[j]], gk, facts, real=real, exact=exact,
+                                                  decimal_expected=e.decimal):
                     cs.add(c)
             cands = cache[ck] = frozenset(cs)
         if len(cands) == 1:

@@ -21,20 +21,34 @@ import numpy as np
 
 # --------------------------------------------------------------------------- rule parameters
 
+#: the *reach* of every tolerance: a generous bound that the fast paths use to prune (a value
+#: farther than this from an expected one can never match it). It is not the rule: the rule's
+#: tolerances below are all tighter (REAL's 1e-6 relative included).
 ABS_TOL = 5e-7
 REL_TOL = 1e-5
+#: the rule (revision 3): DOUBLE vs DOUBLE / DECIMAL / integer within 1e-9 relative or 1e-12
+#: absolute (summation-order noise); when either side is REAL (float32), 1e-6 relative;
+#: DECIMAL vs DECIMAL by exact value; two whole numbers (whatever their type) exactly
+DOUBLE_REL_TOL = 1e-9
+DOUBLE_ABS_TOL = 1e-12
+REAL_REL_TOL = 1e-6
+REAL_TYPES = frozenset({"REAL", "FLOAT", "FLOAT4"})
 MIN_ROUND_DECIMALS = 2
-ROUNDING_MODES = ("half_up", "half_even")
+ROUNDING_MODES = ("half_up", "half_even", "half_up_of_the_stored_double")
 #: bump by hand whenever a rule's *logic* changes (parameters are hashed automatically)
-RULE_REVISION = 2  # 2: "whole number" means integer-typed (a whole DECIMAL/DOUBLE takes the tolerance)
+RULE_REVISION = 3  # 3: tolerance by storage type; whole numbers exact whatever their type;
+#                       DuckDB's round() of the stored double accepted by got-the-facts
 
 RULES: dict[str, Any] = {
     "revision": RULE_REVISION,
-    "abs_tol": ABS_TOL,
-    "rel_tol": REL_TOL,
-    "whole_numbers": "integer-typed values (INTEGER/BIGINT/HUGEINT...) compare exactly with any number; "
-                     "DOUBLE/DECIMAL values, integral or not, compare with each other within the tolerance",
-    "facts_rounding": {"min_decimals": MIN_ROUND_DECIMALS, "modes": list(ROUNDING_MODES)},
+    "double_rel_tol": DOUBLE_REL_TOL,
+    "double_abs_tol": DOUBLE_ABS_TOL,
+    "real_rel_tol": REAL_REL_TOL,
+    "decimal_vs_decimal": "exact value",
+    "whole_numbers": "two whole numbers (integer-typed, a DECIMAL with zero fraction, a whole DOUBLE) "
+                     "compare exactly; an integer-typed value equals only a number of exactly its value",
+    "facts_rounding": {"min_decimals": MIN_ROUND_DECIMALS, "modes": list(ROUNDING_MODES),
+                       "noise": "the rounding compared under the candidate's storage tolerance"},
     "strings": "exact, case-sensitive, trailing whitespace ignored",
     "dates": "by value; date == timestamp at midnight; aware timestamps compared in UTC",
     "nulls": "NULL only equals NULL; NULL != 0 != '' != false",
@@ -158,32 +172,71 @@ def _is_tolerant_key(k: Any) -> bool:
     return (t is float and math.isfinite(k)) or (t is Decimal and k.is_finite())
 
 
-def _numbers_equal(a: Any, b: Any) -> bool:
-    """Exact-rule equality of two numbers (not bools).
+def _whole(v: Any) -> bool:
+    if isinstance(v, Decimal):
+        return v.is_finite() and v == v.to_integral_value()
+    return math.isfinite(v) and float(v).is_integer()
 
-    An integer-typed value equals only a number of exactly its value; two DOUBLE/DECIMAL
-    values (integral or not) are equal within the tolerance, at double precision.
+
+def _numbers_equal(a: Any, b: Any, *, real: bool = False, exact: bool = False) -> bool:
+    """Exact-rule equality of two numbers (not bools), revision 3.
+
+    An integer-typed value equals only a number of exactly its value; two whole numbers
+    (whatever their type) only when equal; two DECIMAL values (``exact``, or two Python
+    Decimals) by exact value; otherwise within the storage type's tolerance: 1e-6 relative
+    when either side is REAL (``real``), else 1e-9 relative or 1e-12 absolute.
+
+    >>> _numbers_equal(1351.3333333333333, 1351.33), _numbers_equal(1000000.0, 1000009.0)
+    (False, False)
+    >>> _numbers_equal(0.1 + 0.2, 0.3), _numbers_equal(1.23, 1.2300000190734863, real=True)
+    (True, True)
     """
     if a == b:
         return True
     if _is_int(a) or _is_int(b):
         return False
+    if exact or (isinstance(a, Decimal) and isinstance(b, Decimal)):
+        return float(a) == float(b) if exact else False
     fa, fb = float(a), float(b)
     if not (math.isfinite(fa) and math.isfinite(fb)):
         return False
-    return abs(fa - fb) <= max(ABS_TOL, REL_TOL * max(abs(fa), abs(fb)))
+    if _whole(a) and _whole(b):
+        return fa == fb
+    rel = REAL_REL_TOL if real else DOUBLE_REL_TOL
+    return abs(fa - fb) <= max(DOUBLE_ABS_TOL, rel * max(abs(fa), abs(fb)))
+
+
+def within(a: np.ndarray, b: np.ndarray, *, real: bool = False, exact: bool = False) -> np.ndarray:
+    """Vectorised :func:`_numbers_equal` for two float arrays of DOUBLE/DECIMAL values (no
+    integer-typed values: callers handle those)."""
+    with np.errstate(invalid="ignore"):
+        if exact:
+            return a == b
+        rel = REAL_REL_TOL if real else DOUBLE_REL_TOL
+        close = np.abs(a - b) <= np.maximum(DOUBLE_ABS_TOL, rel * np.maximum(np.abs(a), np.abs(b)))
+        both_whole = (a == np.floor(a)) & (b == np.floor(b))
+        return (a == b) | (close & ~both_whole)
 
 
 def _as_decimal(v: Any) -> Decimal:
     return v if isinstance(v, Decimal) else Decimal(repr(float(v)))
 
 
-def _rounding_matches(expected: Any, got: Any) -> bool:
-    """Is ``got`` a rounding of the non-integral ``expected`` to >= 2 decimals (half-up/half-even)?
+def _rounding_matches(expected: Any, got: Any, *, real: bool = False, exact: bool = False,
+                      decimal_expected: bool = False) -> bool:
+    """Is ``got`` a rounding of the non-integral ``expected`` to >= 2 decimals?
 
-    Rounding to ``d`` decimals moves a value by at most half a unit of the ``d``-th decimal,
-    so the loop stops at the first ``d`` whose half-unit (plus the tolerance) is smaller than
-    the distance between the two values.
+    Accepted roundings: half-up and half-even of the value as printed, and half-up of the
+    exact stored double (DuckDB's ``round(x, 2)`` of 0.575, stored as 0.57499999…, is 0.57).
+    The rounding is compared with ``got`` under the candidate's storage tolerance (``real``:
+    a rounding cast to REAL carries float32 noise). Rounding to ``d`` decimals moves a value by
+    at most half a unit of the ``d``-th decimal, so the loop stops at the first ``d`` whose
+    half-unit (plus the tolerance) is smaller than the distance between the two values.
+
+    >>> _rounding_matches(0.575, 0.57), _rounding_matches(0.575, 0.58), _rounding_matches(2.675, 2.67)
+    (True, True, True)
+    >>> _rounding_matches(1.234, 1.2300000190734863, real=True), _rounding_matches(1.234, 1.2300000190734863)
+    (True, False)
     """
     if _is_int(expected):
         return False
@@ -198,22 +251,36 @@ def _rounding_matches(expected: Any, got: Any) -> bool:
     slack = max(ABS_TOL, REL_TOL * (abs(fg) + 0.01)) * 1.001
     exp10 = e.as_tuple().exponent
     decimals = -exp10 if isinstance(exp10, int) else 0
+    # the exact stored double (a DECIMAL is stored exactly: its key's double stands for it)
+    stored = None if isinstance(expected, Decimal) or decimal_expected else Decimal(float(expected))
     for d in range(MIN_ROUND_DECIMALS, decimals):
         if dist > 0.5 * 10.0**-d + slack:
             break
         q = Decimal(1).scaleb(-d)
-        for mode in (ROUND_HALF_UP, ROUND_HALF_EVEN):
-            if _numbers_equal(e.quantize(q, rounding=mode), got):  # the rounding is a DECIMAL
+        roundings = [e.quantize(q, rounding=ROUND_HALF_UP), e.quantize(q, rounding=ROUND_HALF_EVEN)]
+        if stored is not None:
+            roundings.append(stored.quantize(q, rounding=ROUND_HALF_UP))
+        for r in roundings:  # the rounding is a DECIMAL; the candidate is stored as it is
+            if _numbers_equal(float(r) if not exact else r, got, real=real, exact=exact):
                 return True
     return False
 
 
-def _num_match(ek: Any, gk: Any, facts: bool) -> bool:
-    return _numbers_equal(ek, gk) or (facts and _rounding_matches(ek, gk))
+def _num_match(ek: Any, gk: Any, facts: bool, *, real: bool = False, exact: bool = False,
+               decimal_expected: bool = False) -> bool:
+    return _numbers_equal(ek, gk, real=real, exact=exact) or (
+        facts and _rounding_matches(ek, gk, real=real, exact=exact, decimal_expected=decimal_expected))
 
 
-def values_equal(expected: Any, got: Any, *, facts: bool = False) -> bool:
+def is_real(type_name: str | None) -> bool:
+    """A REAL (float32) column type."""
+    return bool(type_name) and str(type_name).upper() in REAL_TYPES
+
+
+def values_equal(expected: Any, got: Any, *, facts: bool = False, expected_type: str | None = None,
+                 got_type: str | None = None) -> bool:
     """Compare two single values under the exact rule (``facts=True``: got-the-facts rule).
+    The column types (optional) say whether either side is REAL (float32).
 
     >>> values_equal(1, 1.0), values_equal(0.1 + 0.2, Decimal("0.3")), values_equal("4", 4)
     (True, True, False)
@@ -223,13 +290,18 @@ def values_equal(expected: Any, got: Any, *, facts: bool = False) -> bool:
     (False, True)
     >>> values_equal(Decimal("58920.00"), 58920.000000000004), values_equal(5, 5.0000001)
     (True, False)
+    >>> values_equal(1351.3333333333333, 1351.33), values_equal(Decimal("1000000.00"), 1000009.0)
+    (False, False)
+    >>> values_equal(1.234, 1.2300000190734863, facts=True, got_type="REAL")
+    True
     """
     ke, kg = canonical_key(expected), canonical_key(got)
     if type(ke) is type(kg) or (_is_num(ke) and _is_num(kg)):
         if ke == kg:
             return True
     if _is_num(expected) and _is_num(got):
-        if _numbers_equal(expected, got):
+        real = is_real(expected_type) or is_real(got_type)
+        if _numbers_equal(expected, got, real=real):
             return True
-        return facts and _rounding_matches(expected, got)
+        return facts and _rounding_matches(expected, got, real=real)
     return False
