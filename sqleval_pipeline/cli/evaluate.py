@@ -24,7 +24,7 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None) -> bool
     passed or had nothing to compare with."""
     from sqleval_pipeline import evaluation as ev
     from sqleval_pipeline.scoring import Diff, GateResult
-    from sqleval_pipeline.scoring.render import (
+    from sqleval_pipeline.reporting.scorecard import (
         diff_markdown,
         gate_markdown,
         render_diff,
@@ -129,8 +129,9 @@ def demo() -> None:
     baseline, then calibrate the judges."""
     from sqleval_pipeline import evaluation as ev
     from sqleval_pipeline.configs import load_configs
-    from sqleval_pipeline.judging.calibration import CalibrationReport, render_calibration
+    from sqleval_pipeline.judging.calibration import CalibrationReport
     from sqleval_pipeline.orchestrate import EVALUATION_GROUPS, FOUNDATION_GROUPS, JUDGING_GROUPS
+    from sqleval_pipeline.reporting.calibration import render_calibration
 
     from sqleval_pipeline.cli.golden import golden_stats
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from sqleval_pipeline.guard.cli import app
+from sqleval_pipeline.cli.guardrails import app
 
 runner = CliRunner()
 
@@ -132,7 +132,12 @@ def test_check_prints_markup_literally(args, shown):
     ("SELECT nope FROM fct_orders", 1, "binder_error"),
     ("SELECT count(*) FROM fct_orders", 0, "allowed (tables: fct_orders"),
 ])
-def test_check_decides_as_the_guard_does(sql, code, said):
+def test_check_decides_as_the_guard_does(sql, code, said, serving_snapshot, tmp_path, monkeypatch):
+    # the project's build dir holds the session's serving file (a clean clone has none)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    monkeypatch.setenv("SQLEVAL_HOME", str(home))
     res = runner.invoke(app, ["check", sql])
     assert res.exit_code == code and said in res.output, res.output
 
@@ -140,3 +145,9 @@ def test_check_decides_as_the_guard_does(sql, code, said):
 def test_check_filter_only_is_sqlglots_view():
     res = runner.invoke(app, ["check", "--filter-only", 'SELECT "current_timestamp" AS t'])
     assert res.exit_code == 0 and "allowed by the statement filter" in res.output, res.output
+
+
+def test_check_without_a_serving_file_says_what_it_did_not_check(tmp_path, monkeypatch):
+    monkeypatch.setenv("SQLEVAL_HOME", str(tmp_path / "empty-home"))
+    res = runner.invoke(app, ["check", "SELECT count(*) FROM fct_orders"])
+    assert res.exit_code == 0 and "DuckDB's view not checked" in res.output, res.output

@@ -13,12 +13,11 @@ from sqleval_pipeline.judging.calibration import (
     HumanLabel,
     LabelError,
     calibrate,
-    calibration_markdown,
     cohens_kappa,
     load_labels,
-    render_calibration,
 )
 from sqleval_pipeline.records import Diagnosis
+from sqleval_pipeline.reporting.calibration import calibration_markdown, render_calibration
 
 CATS = ["wrong_table", "wrong_filter", "wrong_metric", "wrong_grain", "ambiguous_question", "harness_bug"]
 

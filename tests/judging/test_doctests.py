@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["sqleval_pipeline.judging.llm", "sqleval_pipeline.judging.calibration"]
+MODULES = ["sqleval_pipeline.judging.llm", "sqleval_pipeline.judging.calibration",
+           "sqleval_pipeline.reporting.calibration"]
 
 
 @pytest.mark.parametrize("name", MODULES)

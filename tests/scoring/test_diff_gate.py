@@ -6,6 +6,7 @@ import datetime as dt
 
 import pytest
 
+from sqleval_pipeline.reporting.scorecard import diff_markdown, gate_markdown, scorecard_markdown
 from sqleval_pipeline.scoring import (
     Decision,
     IncomparableScorecards,
@@ -15,7 +16,6 @@ from sqleval_pipeline.scoring import (
     load_decisions,
 )
 from sqleval_pipeline.scoring.diff import Diff
-from sqleval_pipeline.scoring.render import diff_markdown, gate_markdown, scorecard_markdown
 
 from scoring_data import BASELINE, make_grades
 

@@ -96,7 +96,7 @@ def eval_diagnoses(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
 def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
                    eval_diagnoses: dict) -> dict:
     """Accuracy with cluster-bootstrap intervals, per slice, over runs; refusals and errors apart."""
-    from sqleval_pipeline.scoring.render import scorecard_markdown
+    from sqleval_pipeline.reporting.scorecard import scorecard_markdown
 
     env, loaded, batch = _stage(context, sqleval, eval_diagnoses)
     card = ev.stage_scorecard(env, loaded, batch)
@@ -119,7 +119,7 @@ def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
 def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome, eval_scorecard: dict):
     """Paired diff against the configuration's baseline, and the regression gate."""
     from sqleval_pipeline.scoring import load_scorecard
-    from sqleval_pipeline.scoring.render import diff_markdown, gate_markdown
+    from sqleval_pipeline.reporting.scorecard import diff_markdown, gate_markdown
 
     env, loaded, batch = _stage(context, sqleval, eval_scorecard)
     card = load_scorecard(env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json"))

@@ -16,7 +16,7 @@ from sqleval_pipeline.defs.resources import SqlevalHome
 def judge_calibration(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     """Agreement rate, Cohen's kappa and confusion of each judge against human labels, and
     the two judges' disagreement table (newest diagnoses of each labelled configuration)."""
-    from sqleval_pipeline.judging.calibration import calibration_markdown
+    from sqleval_pipeline.reporting.calibration import calibration_markdown
 
     env = sqleval.environment()
     report = ev.calibration_report(env)

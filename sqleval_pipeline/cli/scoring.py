@@ -17,7 +17,7 @@ from sqleval_pipeline.records import Diagnosis, Grade, load_records
 from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.scoring.diff import IncomparableScorecards, diff
 from sqleval_pipeline.scoring.gate import gate, load_decisions
-from sqleval_pipeline.scoring.render import (
+from sqleval_pipeline.reporting.scorecard import (
     diff_markdown,
     gate_markdown,
     render_diff,
