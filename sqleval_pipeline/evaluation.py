@@ -12,116 +12,23 @@ one pipeline.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqleval_pipeline import paths
-from sqleval_pipeline import snapshot as snap
-from sqleval_pipeline.configs import ConfigError, LoadedConfig, load_configs
-from sqleval_pipeline.golden.loader import load_golden
-from sqleval_pipeline.golden.model import Case
-from sqleval_pipeline.project import Project
-from sqleval_pipeline.project import current as current_project
+from sqleval_pipeline.configs import LoadedConfig, load_configs
+# the environment the stages share (re-exported: callers use ev.environment, ev.Environment ...)
+from sqleval_pipeline.environment import (  # noqa: F401
+    Environment, EvaluationError, Progress, environment, find_config, select_cases,
+)
 from sqleval_pipeline.records import Attempt, Execution, Grade, load_records, save_records
-from sqleval_pipeline.store import BatchInfo, Store
+from sqleval_pipeline.store import BatchInfo
 
-Progress = Callable[[str, int, int], None]
 log = logging.getLogger(__name__)
 
-
-class EvaluationError(RuntimeError):
-    """The evaluation cannot proceed; the message says what to do."""
-
-
-@dataclass(frozen=True)
-class Environment:
-    """The pinned inputs every evaluation stage shares, for one project."""
-
-    snapshot_id: str
-    serving: Path
-    as_of: dt.date
-    cases: list[Case]
-    store: Store
-    configs_dir: Path
-    decisions: Path
-    project: Project
-    manifest: snap.SnapshotManifest
-
-    def policy(self, overrides: dict | None = None):
-        """The project's guard policy over this snapshot, with a configuration's overrides."""
-        from sqleval_pipeline.guard.policy import project_policy
-
-        return project_policy(self.project, self.manifest, overrides)
-
-    @property
-    def labels_dir(self) -> Path:
-        return self.project.labels_dir
-
-
-def environment(project: Project | None = None, *, home: paths.Home | None = None,
-                manifest_dir: Path | None = None, golden_dir: Path | None = None,
-                configs_dir: Path | None = None, decisions: Path | None = None) -> Environment:
-    """The evaluation environment of a project (default: the current one); the keyword
-    arguments override where its files are (tests use temporary folders)."""
-    project = project or current_project()
-    home = home or project.home
-    manifest_dir = manifest_dir or project.manifest_dir
-    try:
-        pinned, manifest, serving = snap.pinned_snapshot(manifest_dir, home.snapshot_dir)
-    except snap.SnapshotError as exc:
-        raise EvaluationError(str(exc)) from exc
-    if not serving.exists():
-        raise EvaluationError(f"serving snapshot {serving} is missing; run `sqleval build`")
-    golden = load_golden(golden_dir or project.golden_dir, **project.taxonomy)
-    stale = sorted(c.id for c in golden.cases if c.answerable and c.snapshot_id not in (None, pinned))
-    if stale:
-        raise EvaluationError(f"golden cases frozen against another snapshot than {pinned}: "
-                              f"{', '.join(stale[:10])}; re-freeze after review")
-    return Environment(pinned, serving, manifest.as_of, golden.cases, Store(home.store),
-                       configs_dir or project.configs_dir, decisions or project.decisions_path,
-                       project, manifest)
-
-
-def select_cases(cases: Sequence[Case], *, case_ids: Sequence[str] | None = None,
-                 split: str | None = None) -> list[Case]:
-    out = list(cases)
-    if case_ids:
-        known = {c.id for c in cases}
-        unknown = [i for i in case_ids if i not in known]
-        if unknown:
-            raise EvaluationError(f"unknown case id(s): {', '.join(unknown)}")
-        wanted = set(case_ids)
-        out = [c for c in out if c.id in wanted]
-    if split:
-        if split not in ("dev", "heldout"):
-            raise EvaluationError(f"split must be 'dev' or 'heldout', not {split!r}")
-        out = [c for c in out if c.split == split]
-    if not out:
-        raise EvaluationError("no cases selected")
-    return out
-
-
-def find_config(env: Environment, partition_key: str) -> LoadedConfig:
-    """The configuration whose *current* version is ``partition_key`` (``name@hash8``). An
-    unrelated configuration that fails to load does not stop this one."""
-    name, _, version = partition_key.partition("@")
-    errors: list[str] = []
-    configs = {c.name: c for c in load_configs(env.configs_dir, project=env.project, errors=errors)}
-    if name not in configs:
-        hint = ("; these configuration files could not be loaded:\n  " + "\n  ".join(errors)) if errors else ""
-        raise EvaluationError(f"no configuration named {name!r} in {env.configs_dir}{hint}")
-    loaded = configs[name]
-    if version and loaded.version != version:
-        raise ConfigError(
-            f"configuration {name!r} has changed: its version is now {loaded.version}, not "
-            f"{version}. Evaluate {loaded.partition_key} instead (the sensor registers it)."
-        )
-    return loaded
 
 
 # ---- stage 1: attempts --------------------------------------------------------------------
