@@ -16,11 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -32,6 +30,7 @@ from pydantic import (
 )
 
 from sqleval_pipeline import paths
+from sqleval_pipeline.textfiles import parse_yaml
 
 log = logging.getLogger(__name__)
 
@@ -243,11 +242,6 @@ def config_version(config: Configuration, root: Path = paths.REPO_ROOT,
     return h.hexdigest()[:8]
 
 
-def _yaml_line(text: str, field: str) -> int | None:
-    m = re.search(rf"^\s*{re.escape(field)}\s*:", text, flags=re.M)
-    return text[: m.start()].count("\n") + 1 if m else None
-
-
 def load_config(path: Path, root: Path | None = None, *, project: Any = None) -> LoadedConfig:
     """Load and version one configuration file; errors name the file, line and field.
 
@@ -263,10 +257,8 @@ def load_config(path: Path, root: Path | None = None, *, project: Any = None) ->
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: configuration file not found") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    doc = parse_yaml(path, text, ConfigError)
+    data = doc.data
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a configuration is a YAML mapping (name:, generator:, ...)")
     try:
@@ -274,16 +266,13 @@ def load_config(path: Path, root: Path | None = None, *, project: Any = None) ->
     except ValidationError as exc:
         msgs = []
         for e in exc.errors():
-            loc = [str(x) for x in e["loc"]]
+            loc = list(e["loc"])
             # drop the discriminator tag pydantic adds (generator.anthropic.model -> generator.model)
             if len(loc) >= 2 and loc[0] == "generator" and loc[1] in (
                 "baseline", "anthropic", "openai", "http", "recorded", "callable"
             ):
                 loc = [loc[0], *loc[2:]]
-            field = ".".join(loc)
-            line = _yaml_line(text, loc[-1]) if loc else None
-            where = f"{path}:{line}" if line else str(path)
-            msgs.append(f"{where}: field '{field}': {e['msg']}")
+            msgs.append(doc.field_error(loc, e["msg"]))
         raise ConfigError("\n".join(msgs)) from exc
     digest = None
     if config.context.curation and project is not None:

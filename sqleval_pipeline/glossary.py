@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sqleval_pipeline.paths import GLOSSARY_PATH
+from sqleval_pipeline.textfiles import parse_yaml
 
 import hashlib
 from typing import Any
@@ -51,11 +51,10 @@ class GlossaryError(ValueError):
 
 def load_glossary(path: Path = GLOSSARY_PATH) -> Glossary:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise GlossaryError(f"{path}: glossary file not found") from None
-    except yaml.YAMLError as exc:
-        raise GlossaryError(f"{path}: not valid YAML: {exc}") from exc
+    data = parse_yaml(path, text, GlossaryError).data
     try:
         return Glossary.model_validate(data)
     except ValidationError as exc:

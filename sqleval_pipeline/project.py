@@ -23,10 +23,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sqleval_pipeline import paths
+from sqleval_pipeline.textfiles import parse_yaml
 
 PROJECT_FILE = "sqleval.yaml"
 ENV_VAR = "SQLEVAL_PROJECT"
@@ -190,14 +190,13 @@ class Project:
     def dbt_project_yml(self) -> dict[str, Any]:
         f = self.dbt_project_dir / "dbt_project.yml"
         try:
-            data = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
+            text = f.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ProjectError(
                 f"{self.file}: field 'dbt.project_dir': no dbt project at {self.dbt_project_dir} "
                 "(dbt_project.yml not found); point dbt.project_dir at your dbt project"
             ) from None
-        except yaml.YAMLError as exc:
-            raise ProjectError(f"{f}: not valid YAML: {exc}") from exc
+        data = parse_yaml(f, text, ProjectError).data or {}
         if not isinstance(data, dict) or "name" not in data:
             raise ProjectError(f"{f}: not a dbt project file (no 'name')")
         return data
@@ -289,24 +288,6 @@ class Project:
 # ---- loading ----------------------------------------------------------------------------------
 
 
-def _line_of(text: str, loc: tuple) -> int | None:
-    """Best-effort line of a nested key in a YAML document."""
-    line_no, indent = 0, -1
-    lines = text.splitlines()
-    for key in loc:
-        if isinstance(key, int):
-            continue
-        pat = re.compile(rf"^(\s*)(-\s+)?{re.escape(str(key))}\s*:")
-        for i in range(line_no, len(lines)):
-            m = pat.match(lines[i])
-            if m and len(m.group(1)) > indent:
-                line_no, indent = i, len(m.group(1))
-                break
-        else:
-            return line_no + 1 if line_no else None
-    return line_no + 1
-
-
 def load_project(location: Path | str) -> Project:
     """Load ``sqleval.yaml`` (or the one in a directory); errors name file:line and field."""
     p = Path(location).expanduser()
@@ -316,10 +297,8 @@ def load_project(location: Path | str) -> Project:
     except FileNotFoundError:
         raise ProjectError(f"no {PROJECT_FILE} at {file}: create one with `sqleval init "
                            f"{p} --dbt-project PATH`") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ProjectError(f"{file}: not valid YAML: {exc}") from exc
+    doc = parse_yaml(file, text, ProjectError)
+    data = doc.data
     if not isinstance(data, dict):
         raise ProjectError(f"{file}: a project file is a YAML mapping (name:, dbt:, serve:, as_of:)")
     try:
@@ -328,12 +307,10 @@ def load_project(location: Path | str) -> Project:
         msgs = []
         for e in exc.errors():
             loc = tuple(x for x in e["loc"] if x not in ("function-after",))
-            field = ".".join(str(x) for x in loc)
-            line = _line_of(text, loc)
             hint = {"missing": "add it", "extra_forbidden": "remove it or fix its spelling",
                     "literal_error": "use one of the allowed values"}.get(e["type"], "")
-            msgs.append(f"{file}:{line or 1}: field '{field}': {e['msg']}"
-                        + (f" — {hint}" if hint else ""))
+            msgs.append(doc.field_error(loc, e["msg"] + (f" — {hint}" if hint else ""),
+                                        default_line=1))
         raise ProjectError("\n".join(msgs)) from exc
     return Project(spec, file)
 

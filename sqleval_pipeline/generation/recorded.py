@@ -22,7 +22,6 @@ does have for that case.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from sqleval_pipeline.generation._common import GeneratorSetupError
 from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput
 from sqleval_pipeline.providers.errors import ProviderError
 from sqleval_pipeline.records import Usage
+from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 
 
 class RecordedAnswersError(GeneratorSetupError):
@@ -147,17 +147,15 @@ def load_recorded(path: Path) -> list[RecordedAnswer]:
         raise RecordedAnswersError(f"{path}: cannot read recorded answers: {exc}") from exc
     answers: list[RecordedAnswer] = []
     seen: dict[tuple[str, int], int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+
+    def bad(b: BadJsonLine) -> None:
+        if b.error is not None:
+            raise RecordedAnswersError(f"{b.where}: not valid JSON: {b.error}") from None
+        raise RecordedAnswersError(f"{b.where}: a line is a JSON object "
+                                   '{"case_id", "run_index", "sql" | "refusal"}')
+
+    for lineno, line, data in json_lines(path, text, bad):
         where = f"{path}:{lineno}"
-        try:
-            data = json.loads(line)
-        except ValueError as exc:
-            raise RecordedAnswersError(f"{where}: not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise RecordedAnswersError(f"{where}: a line is a JSON object "
-                                       '{"case_id", "run_index", "sql" | "refusal"}')
         answer = _parse_line(data, where, lineno, line)
         key = (answer.case_id, answer.run_index)
         if key in seen:

@@ -85,6 +85,7 @@ from pathlib import Path
 from typing import Any
 
 from sqleval_pipeline.dialect import TranspileError, resolve_dialect, to_duckdb
+from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 from sqleval_pipeline.golden.defog_sql import (  # re-exported: part of this module's API
     MAX_DEFOG_READINGS,
     expand_defog_braces,
@@ -478,18 +479,12 @@ def _read_own_jsonl(path: Path, text: str, batch: ImportBatch, dialect: str | No
                     _explicit: bool) -> None:
     records: list[tuple[int, dict]] = []
     unknown: dict[str, int] = {}
-    for line, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            batch.rejected.append(Rejection(line, f"not valid JSON ({exc.msg} at column "
-                                                  f"{exc.colno}); each line is one JSON object"))
-            continue
-        if not isinstance(rec, dict):
-            batch.rejected.append(Rejection(line, "each line must be a JSON object"))
-            continue
+
+    def bad(b: BadJsonLine) -> None:
+        batch.rejected.append(Rejection(b.line, "each line must be a JSON object" if b.error is None
+                                        else f"not valid JSON ({b.reason}); each line is one JSON object"))
+
+    for line, _raw, rec in json_lines(path, text, bad):
         for k in rec:
             if k not in OWN_COLUMNS:
                 unknown.setdefault(k, line)

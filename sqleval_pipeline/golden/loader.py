@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from sqleval_pipeline.golden.model import Case
+from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 
 
 @dataclass
@@ -76,20 +76,12 @@ def _from_validation(path: Path, line: int, exc: ValidationError) -> list[Proble
 def parse_lines(path: Path, text: str) -> tuple[list[tuple[int, Case]], list[Problem]]:
     cases: list[tuple[int, Case]] = []
     problems: list[Problem] = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            problems.append(
-                Problem(path, lineno, None, f"not valid JSON ({exc.msg} at column {exc.colno}); "
-                        "each line must be one JSON object")
-            )
-            continue
-        if not isinstance(data, dict):
-            problems.append(Problem(path, lineno, None, "each line must be a JSON object"))
-            continue
+
+    def bad(b: BadJsonLine) -> None:
+        problems.append(Problem(path, b.line, None, "each line must be a JSON object" if b.error is None
+                                else f"not valid JSON ({b.reason}); each line must be one JSON object"))
+
+    for lineno, _raw, data in json_lines(path, text, bad):
         try:
             cases.append((lineno, Case.model_validate(data)))
         except ValidationError as exc:

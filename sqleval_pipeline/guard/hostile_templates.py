@@ -53,7 +53,6 @@ reason recorded in :attr:`Instantiation.skipped`; an unknown placeholder is a
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +65,7 @@ from sqlglot import exp
 
 from sqleval_pipeline import paths
 from sqleval_pipeline.guard.executor import NON_PROMPT_LAYERS
+from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 
 HOSTILE_DIR = paths.EVALS_DIR / "hostile"
 DEFAULT_CASE_FILES: tuple[Path, ...] = (HOSTILE_DIR / "sql.jsonl", HOSTILE_DIR / "questions.jsonl",
@@ -286,14 +286,12 @@ def load_templates(files: Iterable[Path | str] | None = None) -> list[HostileTem
     for f in files or DEFAULT_CASE_FILES:
         path = Path(f)
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise HostileCaseError(f"no hostile case file at {path}") from None
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
+        for n, _line, d in json_lines(path, text, _bad_line):
             where = f"{path}:{n}"
-            t = _parse_line(line, where)
+            t = _parse_line(d, where)
             if t.id in seen:
                 raise HostileCaseError(f"{where}: duplicate id {t.id!r} (first in {seen[t.id]})")
             seen[t.id] = where
@@ -301,13 +299,13 @@ def load_templates(files: Iterable[Path | str] | None = None) -> list[HostileTem
     return out
 
 
-def _parse_line(line: str, where: str) -> HostileTemplate:
-    try:
-        d = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise HostileCaseError(f"{where}: not JSON: {exc}") from None
-    if not isinstance(d, dict):
-        raise HostileCaseError(f"{where}: a case must be a JSON object")
+def _bad_line(b: BadJsonLine) -> None:
+    if b.error is not None:
+        raise HostileCaseError(f"{b.where}: not JSON: {b.error}") from None
+    raise HostileCaseError(f"{b.where}: a case must be a JSON object")
+
+
+def _parse_line(d: dict[str, Any], where: str) -> HostileTemplate:
     unknown = set(d) - _FIELDS
     if unknown:
         raise HostileCaseError(f"{where}: unknown field(s) {sorted(unknown)}")

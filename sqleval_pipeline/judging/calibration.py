@@ -46,7 +46,6 @@ example attempt keys).
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import combinations
@@ -56,6 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sqleval_pipeline import paths
 from sqleval_pipeline.records import FAILURE_CATEGORIES, AttemptKey, Diagnosis, FailureCategory
+from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 
 __all__ = [
     "MIN_CALIBRATION_N", "DEFAULT_LABELS_DIR", "HumanLabel", "LabelError", "LabelRef",
@@ -109,6 +109,13 @@ class LabelError(ValueError):
         super().__init__(head + "\n  ".join(self.problems))
 
 
+def _collect_bad_line(problems: list[str]) -> Callable[[BadJsonLine], None]:
+    def collect(b: BadJsonLine) -> None:
+        problems.append(f"{b.where}: not valid JSON ({b.reason})" if b.error is not None
+                        else f"{b.where}: {b.reason}")
+    return collect
+
+
 def load_labels(directory: str | Path = DEFAULT_LABELS_DIR) -> list[HumanLabel]:
     """Every label in ``directory/*.jsonl`` (files in name order, blank lines skipped).
 
@@ -142,18 +149,8 @@ def load_labels(directory: str | Path = DEFAULT_LABELS_DIR) -> list[HumanLabel]:
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(f"{path}: cannot read: {exc}")
             continue
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
+        for lineno, _line, data in json_lines(path, text, _collect_bad_line(problems)):
             where = f"{path}:{lineno}"
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})")
-                continue
-            if not isinstance(data, dict):
-                problems.append(f"{where}: expected a JSON object, got a {type(data).__name__}")
-                continue
             try:
                 label = HumanLabel.model_validate(data)
             except ValidationError as exc:
