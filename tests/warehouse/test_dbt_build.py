@@ -21,6 +21,21 @@ def test_dbt_built_every_schema(built_warehouse):
             "mart_revenue_monthly", "dim_segments"} <= marts
 
 
+def test_sensitive_staging_views_live_in_their_own_schemas(built_warehouse):
+    """HR and PII staging views are kept apart from the ordinary staging schema (which a
+    project might one day serve), in schemas the demo declares sensitive."""
+    views = {(s, n) for s, n in q(built_warehouse, "SELECT schema_name, view_name FROM duckdb_views() "
+                                                   "WHERE NOT internal AND view_name LIKE 'stg_%'")}
+    assert {("staging_hr", "stg_employees"), ("staging_hr", "stg_salaries"),
+            ("staging_pii", "stg_customer_contacts")} <= views
+    assert not {n for s, n in views if s == "staging"} & {"stg_employees", "stg_salaries", "stg_customer_contacts"}
+    from sqleval_pipeline import paths
+    from sqleval_pipeline.project import load_project
+
+    declared = set(load_project(paths.REPO_ROOT / "sqleval.yaml").spec.sensitive_schemas)
+    assert {"hr", "pii", "staging_hr", "staging_pii"} <= declared
+
+
 def test_marts_are_consistent(built_warehouse):
     (orders, daily, monthly), = q(built_warehouse, """
         SELECT (SELECT count(*) FROM marts.fct_orders),
