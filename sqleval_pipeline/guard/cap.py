@@ -180,6 +180,29 @@ def nested_columns(description: Any) -> list[int]:
     return out
 
 
+def statement_body(sql: str) -> str:
+    """``sql`` without its trailing semicolons (and the comments around them), cut where
+    DuckDB's own tokenizer says the statement ends, so the text can sit inside parentheses.
+
+    >>> statement_body("SELECT ';' AS s ; -- done"), statement_body("SELECT 1 -- note")
+    ("SELECT ';' AS s", 'SELECT 1 -- note')
+    """
+    import duckdb
+
+    tokens = duckdb.tokenize(sql)
+    cut, semicolon = len(sql), False
+    for pos, kind in reversed(tokens):
+        kind = str(kind).rsplit(".", 1)[-1]
+        if kind == "comment":
+            cut = pos
+            continue
+        if kind == "operator" and sql[pos] == ";":
+            cut, semicolon = pos, True
+            continue
+        break
+    return sql[:cut].rstrip() if semicolon else sql
+
+
 def sizing_sql(statement_sql: str, ncols: int, nested: list[int], row_cap: int) -> str:
     """A query that measures, inside DuckDB, the text size of every nested value of the first
     ``row_cap`` rows of ``statement_sql``: ``(largest value, sum)`` in bytes.
@@ -196,7 +219,7 @@ def sizing_sql(statement_sql: str, ncols: int, nested: list[int], row_cap: int) 
     names = ", ".join(f"c{i}" for i in range(ncols))
     sizes = [f"strlen(CAST(c{i} AS VARCHAR))" for i in nested]
     return (f"SELECT max(greatest({', '.join(sizes)})), sum({' + '.join(sizes)}) FROM (SELECT * FROM (\n"
-            f"{statement_sql}\n) AS q({names}) LIMIT {int(row_cap)}) AS s")
+            f"{statement_body(statement_sql)}\n) AS q({names}) LIMIT {int(row_cap)}) AS s")
 
 
 def precheck_nested(con: Any, statement_sql: str, description: Any, row_cap: int, *,
@@ -212,10 +235,15 @@ def precheck_nested(con: Any, statement_sql: str, description: Any, row_cap: int
     over ``max_bytes`` raise ``result_too_large``. Anything within the limits is fetched and
     measured exactly by :func:`fetch_capped`. No-op when no column is nested.
     """
+    import duckdb
+
     nested = nested_columns(description)
     if not nested or (max_bytes is None and max_cell_bytes is None):
         return
-    largest, total = con.execute(sizing_sql(statement_sql, len(description), nested, row_cap)).fetchone()
+    try:
+        largest, total = con.execute(sizing_sql(statement_sql, len(description), nested, row_cap)).fetchone()
+    except duckdb.ParserException:
+        return  # the wrapper could not be composed: fetch_capped still measures every value
     if max_cell_bytes is not None and largest is not None and largest > max_cell_bytes:
         raise CapExceeded("cell_too_large", f"a single value is larger than {max_cell_bytes} bytes once encoded")
     if max_bytes is not None and total is not None and total > max_bytes:

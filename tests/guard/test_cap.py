@@ -230,3 +230,19 @@ def test_a_table_in_one_window_cell_is_refused_by_the_cap(guard):
     assert (r.status, r.layer, r.reason) == ("refused", "cap", "cell_too_large"), r.describe()
     ok = guard.execute("SELECT [1, 2] AS l, {'a': 'b'} AS s")
     assert ok.ok and ok.result.rows == [[[1, 2], {"a": "b"}]], ok.describe()
+
+
+@pytest.mark.parametrize("sql", ["SELECT list(range) AS l FROM range(2000);",
+                                 "SELECT list(range) AS l FROM range(2000) ; -- the end",
+                                 "SELECT list(range) AS l FROM range(2000) /* a */ ; ;"])
+def test_nested_precheck_copes_with_trailing_semicolons(sql):
+    # DuckDB keeps the semicolon in the statement's text; the wrapper must not choke on it
+    with pytest.raises(CapExceeded) as info:
+        _precheck(sql)
+    assert info.value.reason == "cell_too_large"
+
+
+@pytest.mark.parametrize("sql", ["SELECT [1, 2] AS l;", "SELECT [1, 2] AS l; -- done"])
+def test_a_small_nested_result_with_a_semicolon_comes_back(guard, sql):
+    r = guard.execute(sql)
+    assert r.ok and r.result.rows == [[[1, 2]]], r.describe()
