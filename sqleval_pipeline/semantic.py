@@ -62,10 +62,9 @@ with the ``skipped`` items and their reasons, and ``notes`` on terms that need c
 
 from __future__ import annotations
 
-import ast
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -73,6 +72,12 @@ from typing import Any, Union
 from sqlglot.tokens import Tokenizer, TokenType
 
 from sqleval_pipeline.glossary import Glossary, Term
+from sqleval_pipeline.semantic_terms import (  # noqa: F401 (measure_sql, term_key: public here too)
+    _aliases, _definition, _filters_of, _Unsupported, measure_sql, term_key,
+)
+from sqleval_pipeline.semantic_filters import (  # noqa: F401 (ColumnRef, render_filter: public here too)
+    ColumnRef, Lookup, UnsupportedFilter, render_filter,
+)
 
 __all__ = [
     "ColumnRef", "SemanticGlossary", "Skipped", "UnsupportedFilter", "glossary_from_manifest",
@@ -82,8 +87,6 @@ __all__ = [
 AS_OF_NOTE = ("Relative time (last month, last 30 days, this year) is measured from the "
               "snapshot's as-of date, never the wall clock.")
 
-_GRAINS = ("nanosecond", "microsecond", "millisecond", "second", "minute", "hour", "day",
-           "week", "month", "quarter", "year")
 
 
 # ----------------------------------------------------------------------------------------
@@ -109,128 +112,6 @@ class SemanticGlossary:
     #: caveats on terms that were produced (e.g. a metric spanning two tables)
     notes: list[str] = field(default_factory=list)
 
-
-class UnsupportedFilter(ValueError):
-    """A dbt filter template that cannot be rendered into a plain WHERE predicate."""
-
-
-class _Unsupported(ValueError):
-    """An item that cannot become a term; the message is the recorded reason."""
-
-
-# ----------------------------------------------------------------------------------------
-# filter rendering
-# ----------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ColumnRef:
-    """What a filter reference resolves to: a SQL expression, the semantic model that owns it
-    and (time dimensions) its own granularity."""
-
-    expr: str
-    model: str | None = None
-    granularity: str | None = None
-
-
-#: (reference kind: Dimension | TimeDimension | Entity, full name such as 'claim__status_cd')
-Lookup = Callable[[str, str], Union[str, ColumnRef]]
-
-_JINJA = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
-
-
-def _literal(node: ast.expr, what: str) -> Any:
-    try:
-        return ast.literal_eval(node)
-    except ValueError:
-        raise UnsupportedFilter(f"{what}: arguments must be literals") from None
-
-
-def _parse_reference(src: str) -> tuple[str, str, str | None, str | None]:
-    """``Dimension('a__b').grain('month')`` → (kind, name, grain, date_part)."""
-    try:
-        node = ast.parse(src.strip(), mode="eval").body
-    except SyntaxError:
-        raise UnsupportedFilter(f"cannot read the filter reference {{{{{src}}}}}") from None
-    methods: list[tuple[str, list[Any]]] = []
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        methods.append((node.func.attr, [_literal(a, node.func.attr) for a in node.args]))
-        node = node.func.value
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
-        raise UnsupportedFilter(f"unsupported filter expression {{{{{src.strip()}}}}}")
-    kind = node.func.id
-    if kind == "Metric":
-        raise UnsupportedFilter("a Metric(...) filter (a metric used as a filter) needs a "
-                                "subquery per group, not a WHERE predicate")
-    if kind not in ("Dimension", "TimeDimension", "Entity"):
-        raise UnsupportedFilter(f"unsupported filter reference {kind}(...)")
-    args = [_literal(a, kind) for a in node.args]
-    kwargs = {k.arg: _literal(k.value, kind) for k in node.keywords if k.arg}
-    if not args or not isinstance(args[0], str):
-        raise UnsupportedFilter(f"{kind}(...) needs a name")
-    name = args[0]
-    path = kwargs.get("entity_path") or []
-    if path:
-        name = "__".join([*path, name])
-    grain = kwargs.get("time_granularity_name") or kwargs.get("grain")
-    date_part = kwargs.get("date_part_name")
-    if kind == "TimeDimension" and len(args) > 1:
-        grain = args[1]
-    for meth, margs in reversed(methods):
-        if meth == "grain" and margs:
-            grain = margs[0]
-        elif meth == "date_part" and margs:
-            date_part = margs[0]
-        elif meth == "descending":
-            continue
-        else:
-            raise UnsupportedFilter(f"unsupported filter method .{meth}(...)")
-    if grain is not None and str(grain).lower() not in _GRAINS:
-        raise UnsupportedFilter(f"unknown time granularity {grain!r}")
-    return kind, name, (str(grain).lower() if grain else None), (
-        str(date_part).lower() if date_part else None)
-
-
-def render_filter(template: str, lookup: Lookup | Mapping[str, str] | None = None) -> str:
-    """Render a dbt semantic-layer filter template into a SQL predicate.
-
-    ``lookup(kind, name)`` resolves a reference (``kind`` is Dimension, TimeDimension or
-    Entity; ``name`` the full ``entity__dimension`` name) to its SQL expression (a string or a
-    :class:`ColumnRef`); a mapping is looked up by full name, then by the last ``__`` part;
-    without one, the reference's last ``__`` part is the column.
-
-    >>> render_filter("{{ Dimension('claim__status_cd') }} = 'S'")
-    "status_cd = 'S'"
-    >>> render_filter("{{ TimeDimension('claim__loss_date', 'year') }} = '2024-01-01'")
-    "date_trunc('year', loss_date) = '2024-01-01'"
-    >>> render_filter("{{ Dimension('claim__loss_date').date_part('month') }} = 6")
-    "date_part('month', loss_date) = 6"
-    """
-    if "{%" in template or "{#" in template:
-        raise UnsupportedFilter("Jinja statements in a filter are not supported")
-
-    def resolve(kind: str, name: str) -> ColumnRef:
-        if lookup is None:
-            return ColumnRef(name.split("__")[-1])
-        if isinstance(lookup, Mapping):
-            got = lookup.get(name, lookup.get(name.split("__")[-1], name.split("__")[-1]))
-        else:
-            got = lookup(kind, name)
-        return got if isinstance(got, ColumnRef) else ColumnRef(str(got))
-
-    def sub(m: re.Match[str]) -> str:
-        kind, name, grain, date_part = _parse_reference(m.group(1))
-        ref = resolve(kind, name)
-        expr = ref.expr
-        if date_part:
-            return f"date_part('{date_part}', {expr})"
-        if grain and grain != (ref.granularity or "day"):
-            return f"date_trunc('{grain}', {expr})"
-        return expr
-
-    out = _JINJA.sub(sub, template)
-    if "{{" in out or "}}" in out:
-        raise UnsupportedFilter(f"unbalanced Jinja in filter {template!r}")
-    return " ".join(out.split())
 
 
 # ----------------------------------------------------------------------------------------
@@ -293,88 +174,6 @@ class _Expr:
             return self
         return _Expr(tuple(p.with_filters(filters) if isinstance(p, _Atom) else p
                            for p in self.parts))
-
-
-def measure_sql(measure: Mapping[str, Any]) -> str:
-    """The DuckDB aggregate of a dbt measure (raises ValueError with the reason if none).
-
-    >>> measure_sql({"name": "paid", "agg": "sum", "expr": "paid_amount"})
-    'sum(paid_amount)'
-    >>> measure_sql({"name": "n", "agg": "count_distinct", "expr": "policy_id"})
-    'count(DISTINCT policy_id)'
-    """
-    name = measure["name"]
-    expr = measure.get("expr")
-    expr = name if expr is None or expr == "" else str(expr)
-    if expr.lower() == "true":  # `expr: true` in YAML
-        expr = "1"
-    agg = str(measure.get("agg") or "").lower()
-    if measure.get("non_additive_dimension"):
-        raise _Unsupported("semi-additive measure (non_additive_dimension): it is aggregated "
-                           "at one point of a time dimension, not with one aggregate")
-    simple = {"sum": "sum", "min": "min", "max": "max", "average": "avg", "avg": "avg",
-              "count": "count", "median": "median"}
-    if agg in simple:
-        return f"{simple[agg]}({expr})"
-    if agg == "count_distinct":
-        return f"count(DISTINCT {expr})"
-    if agg == "sum_boolean":
-        return f"sum(CASE WHEN {expr} THEN 1 ELSE 0 END)"
-    if agg == "percentile":
-        params = measure.get("agg_params") or {}
-        p = params.get("percentile")
-        if p is None:
-            raise _Unsupported("percentile measure without agg_params.percentile")
-        if params.get("use_approximate_percentile"):
-            return f"approx_quantile({expr}, {p})"
-        fn = "quantile_disc" if params.get("use_discrete_percentile") else "quantile_cont"
-        return f"{fn}({expr}, {p})"
-    raise _Unsupported(f"aggregation {agg!r} has no DuckDB translation here")
-
-
-def _filters_of(obj: Any) -> tuple[str, ...]:
-    """The where_sql_templates of a manifest filter (dict, list or string)."""
-    if not obj:
-        return ()
-    if isinstance(obj, str):
-        return (obj,)
-    if isinstance(obj, list):
-        return tuple(t for x in obj for t in _filters_of(x))
-    if isinstance(obj, dict):
-        if "where_filters" in obj:
-            return _filters_of(obj["where_filters"])
-        if "where_sql_template" in obj:
-            return (str(obj["where_sql_template"]),)
-    raise _Unsupported(f"unreadable filter {obj!r}")
-
-
-def _spaced(name: str) -> str:
-    return " ".join(name.replace("_", " ").split())
-
-
-def term_key(name: str) -> str:
-    """The name two glossaries are matched by: case-folded, '_'/'-' as spaces.
-
-    >>> term_key("Loss_Ratio") == term_key("loss ratio")
-    True
-    """
-    return " ".join(re.sub(r"[_\-]+", " ", name).casefold().split())
-
-
-def _aliases(name: str, label: str | None, term: str) -> list[str]:
-    """The label and the spaced name, without repeats of the term or of each other."""
-    seen = {term.casefold()}
-    out = []
-    for a in (label, _spaced(name)):
-        if a and a.strip() and a.strip().casefold() not in seen:
-            seen.add(a.strip().casefold())
-            out.append(a.strip())
-    return out
-
-
-def _definition(node: Mapping[str, Any], fallback: str) -> str:
-    text = " ".join(str(node.get("description") or "").split())
-    return text or str(node.get("label") or "").strip() or fallback
 
 
 class _Builder:

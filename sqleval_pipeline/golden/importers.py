@@ -94,8 +94,6 @@ from sqleval_pipeline.golden.defog_sql import (  # re-exported: part of this mod
 
 FORMATS: tuple[str, ...] = ("csv", "jsonl", "defog", "spider", "bird")
 
-#: a defog query expands to at most this many accepted readings (reference + alternatives)
-
 #: the default dialect of each format (None: DuckDB)
 DEFAULT_DIALECTS: dict[str, str | None] = {
     "csv": None, "jsonl": None, "defog": "postgres", "spider": "sqlite", "bird": "sqlite",
@@ -206,6 +204,8 @@ def read_questions(path: Path, fmt: str | None = None, dialect: str | None = Non
         fmt, data = detect_format(path, text)
     elif fmt in ("spider", "bird"):
         data = _load_json(path, text)
+    from sqleval_pipeline.golden.importers_foreign import _read_bird, _read_defog, _read_spider
+
     reader = {"csv": _read_own_csv, "jsonl": _read_own_jsonl, "defog": _read_defog,
               "spider": _read_spider, "bird": _read_bird}[fmt]
     chosen = explicit if dialect is not None else DEFAULT_DIALECTS[fmt]
@@ -509,141 +509,6 @@ def _add(batch: ImportBatch, line: int, rid: Any, make) -> None:
         batch.rows.append(make())
     except _RowError as exc:
         batch.rejected.append(Rejection(line, str(exc), rid if isinstance(rid, str) and rid else None))
-
-
-# --------------------------------------------------------------------------- defog
-
-
-def _defog_row(path: Path, line: int, rec: dict[str, str], dialect: str | None,
-               explicit: bool) -> ImportRow:
-    question = _text(rec.get("question"), "question")
-    if not question:
-        raise _RowError("question is empty")
-    query = _text(rec.get("query"), "query")
-    if not query:
-        raise _RowError("query is empty: a defog row needs its gold query")
-    row = ImportRow(line=line, question=question, source=_source(path, line))
-    readings: list[str] = []
-    total = 0
-    for part in split_defog_query(query):
-        expanded, n = expand_defog_braces(part)
-        total += n
-        readings.extend(r for r in expanded if r not in readings)
-    capped = None
-    if total > MAX_DEFOG_READINGS or len(readings) > MAX_DEFOG_READINGS:
-        readings = readings[:MAX_DEFOG_READINGS]
-        capped = (f"defog query has {total} accepted readings (';' alternatives and {{a, b}} "
-                  f"column groups); kept the first {MAX_DEFOG_READINGS}")
-    if not readings:
-        raise _RowError("query holds no SQL statement")
-    row.sql, row.alternatives = readings[0], readings[1:]
-    category = _text(rec.get("query_category"), "query_category")
-    if category:
-        row.cluster = category
-        row.tags = [category]
-    db = _text(rec.get("db_name"), "db_name")
-    instructions = _text(rec.get("instructions"), "instructions")
-    row.notes = _join_notes(f"instructions: {instructions}" if instructions else None,
-                            f"db_name: {db}" if db else None, capped)
-    row_dialect = dialect
-    if not explicit:
-        db_type = _text(rec.get("db_type"), "db_type")
-        if db_type:
-            try:
-                row_dialect = resolve_dialect(db_type)
-            except TranspileError as exc:
-                raise _RowError(f"db_type: {exc}") from None
-    _transpile(row, row_dialect)
-    return row
-
-
-def _read_defog(path: Path, text: str, batch: ImportBatch, dialect: str | None,
-                explicit: bool) -> None:
-    header, rows = _read_csv_dicts(path, text)
-    missing = [c for c in DEFOG_REQUIRED if c not in header]
-    if missing:
-        raise ImportFormatError(f"{path}: not a defog question file: missing column(s) "
-                                f"{', '.join(repr(m) for m in missing)} (defog files have "
-                                "question, query, db_name, query_category, instructions)")
-    extra = [h for h in header if h not in (*DEFOG_REQUIRED, *DEFOG_USED, *DEFOG_IGNORED)]
-    if extra:
-        batch.warnings.append(f"{path.name}: column(s) {', '.join(extra)} are not used by the "
-                              "defog import and were ignored")
-    for line, rec in rows:
-        if isinstance(rec, str):
-            batch.rejected.append(Rejection(line, rec))
-            continue
-        _add(batch, line, None, lambda rec=rec, line=line: _defog_row(
-            path, line, rec, dialect, explicit))
-
-
-# --------------------------------------------------------------------------- spider / bird
-
-
-def _json_records(path: Path, data: list, batch: ImportBatch, used: tuple[str, ...],
-                  ignored: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
-    extra: set[str] = set()
-    for index, rec in enumerate(data):
-        line = index + 1
-        if not isinstance(rec, dict):
-            batch.rejected.append(Rejection(line, f"record {line} is not a JSON object"))
-            continue
-        extra |= set(rec) - set(used) - set(ignored)
-        yield line, rec
-    if extra:
-        batch.warnings.append(f"{path.name}: field(s) {', '.join(sorted(extra))} are not used by "
-                              f"the {batch.format} import and were ignored")
-
-
-def _spider_row(path: Path, line: int, rec: dict, dialect: str | None) -> ImportRow:
-    question = _text(rec.get("question"), "question")
-    if not question:
-        raise _RowError("question is missing or empty")
-    sql = _text(rec.get("query"), "query")
-    if not sql:
-        raise _RowError("query is missing or empty")
-    db = _text(rec.get("db_id"), "db_id")
-    row = ImportRow(line=line, question=question, sql=sql, source=_source(path, line),
-                    notes=_join_notes(f"db_id: {db}" if db else None))
-    _transpile(row, dialect)
-    return row
-
-
-def _read_spider(path: Path, data: list, batch: ImportBatch, dialect: str | None,
-                 _explicit: bool) -> None:
-    for line, rec in _json_records(path, data, batch, ("db_id", "question", "query"),
-                                   SPIDER_IGNORED):
-        _add(batch, line, None, lambda rec=rec, line=line: _spider_row(path, line, rec, dialect))
-
-
-def _bird_row(path: Path, line: int, rec: dict, dialect: str | None) -> ImportRow:
-    question = _text(rec.get("question"), "question")
-    if not question:
-        raise _RowError("question is missing or empty")
-    sql = _text(rec.get("SQL"), "SQL")
-    if not sql:
-        raise _RowError("SQL is missing or empty")
-    db = _text(rec.get("db_id"), "db_id")
-    evidence = _text(rec.get("evidence"), "evidence")
-    if evidence is not None and evidence.lower() == "false":  # BIRD's early "no evidence"
-        evidence = None
-    qid = rec.get("question_id")
-    difficulty = _text(rec.get("difficulty"), "difficulty")
-    row = ImportRow(line=line, question=question, sql=sql, source=_source(path, line),
-                    source_difficulty=difficulty,
-                    tags=[f"bird:{difficulty}"] if difficulty else [],
-                    notes=_join_notes(f"evidence: {evidence}" if evidence else None,
-                                      f"db_id: {db}" if db else None,
-                                      f"bird question_id: {qid}" if qid is not None else None))
-    _transpile(row, dialect)
-    return row
-
-
-def _read_bird(path: Path, data: list, batch: ImportBatch, dialect: str | None,
-               _explicit: bool) -> None:
-    used = ("db_id", "question", "evidence", "SQL", "difficulty", "question_id")
-    for line, rec in _json_records(path, data, batch, used, BIRD_IGNORED):
-        _add(batch, line, None, lambda rec=rec, line=line: _bird_row(path, line, rec, dialect))
 
 
 __all__ = [

@@ -56,15 +56,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import sqlglot
-from sqlglot import exp
-
 from sqleval_pipeline import paths
 from sqleval_pipeline.guard.executor import NON_PROMPT_LAYERS
+from sqleval_pipeline.guard.hostile_refs import referenced_tables  # noqa: F401 (re-exported)
+from sqleval_pipeline.guard.hostile_render import (  # noqa: F401 (re-exported)
+    _TOKEN, CASE_MODIFIERS, RENDER_MODIFIERS, _Binding, _ident, _render, _Unfillable, sql_name,
+)
 from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 
 HOSTILE_DIR = paths.EVALS_DIR / "hostile"
@@ -86,13 +86,9 @@ SENSITIVE_PLACEHOLDERS = ("sensitive", "sensitive_schema", "sensitive_name")
 COLUMN_PLACEHOLDERS = ("column", "numeric_column", "text_column")
 CONTEXT_PLACEHOLDERS = ("serving_schema", "database_name")
 PLACEHOLDERS = SERVED_PLACEHOLDERS + COLUMN_PLACEHOLDERS + SENSITIVE_PLACEHOLDERS + CONTEXT_PLACEHOLDERS
-CASE_MODIFIERS = ("upper", "lower", "title")
-RENDER_MODIFIERS = ("quoted", "raw", "str")
 FOR_EACH = ("sensitive",)
 
 _FIELDS = {"id", "category", "sql", "question", "expect", "note", "for_each", "min_cross_rows", "requires"}
-_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_]\w*)((?::[A-Za-z_]+)*)\}")
-_SIMPLE_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMERIC = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|"
                       r"UHUGEINT|FLOAT|DOUBLE|REAL|DECIMAL|NUMERIC)\b", re.IGNORECASE)
 
@@ -344,198 +340,6 @@ def _parse_line(d: dict[str, Any], where: str) -> HostileTemplate:
     return HostileTemplate(id=str(d["id"]), category=str(d["category"]), sql=d.get("sql"),
                            question=d.get("question"), expect=expect, note=d.get("note"),
                            for_each=for_each, min_cross_rows=mcr, requires=requires, source=where)
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def _ident(part: str, mode: str) -> str:
-    if mode == "raw":
-        return part
-    if mode == "str":
-        return part.replace("'", "''")
-    if mode == "quoted" or not _SIMPLE_IDENT.fullmatch(part) or _is_keyword(part):
-        return '"' + part.replace('"', '""') + '"'
-    return part
-
-
-@lru_cache(maxsize=1)
-def _duckdb_keywords() -> frozenset[str]:
-    """DuckDB's keywords that cannot stand unquoted as a table or column name."""
-    import duckdb
-
-    con = duckdb.connect()
-    try:
-        rows = con.execute("SELECT keyword_name FROM duckdb_keywords() "
-                           "WHERE keyword_category <> 'unreserved'").fetchall()
-    finally:
-        con.close()
-    return frozenset(r[0].lower() for r in rows)
-
-
-@lru_cache(maxsize=4096)
-def _is_keyword(name: str) -> bool:
-    if name.lower() in _duckdb_keywords():
-        return True
-    try:  # the statement filter parses with sqlglot: the name must also survive that parse
-        tree = sqlglot.parse_one(f"SELECT 1 FROM {name}", read="duckdb")
-    except Exception:  # noqa: BLE001 - it needs quoting
-        return True
-    t = tree.find(exp.Table)
-    return t is None or t.name != name
-
-
-def _render_name(parts: Sequence[str], mods: Sequence[str]) -> str:
-    mode = next((m for m in reversed(mods) if m in RENDER_MODIFIERS), "ident")
-    out = []
-    for part in parts:
-        for m in mods:
-            if m == "upper":
-                part = part.upper()
-            elif m == "lower":
-                part = part.lower()
-            elif m == "title":
-                part = part.title()
-        out.append(_ident(part, mode))
-    return ".".join(out)
-
-
-def sql_name(*parts: str) -> str:
-    """``parts`` joined as a (qualified) SQL name, each double-quoted only when it must be.
-
-    >>> sql_name("hr", "salaries"), sql_name("snap-c898c146fddf", "main", "select")
-    ('hr.salaries', '"snap-c898c146fddf".main."select"')
-    """
-    return _render_name(parts, ())
-
-
-@dataclass(frozen=True)
-class _Binding:
-    """The values of one instantiation: name placeholders → name parts, plus column texts."""
-
-    names: dict[str, tuple[str, ...]]
-    origins: dict[str, str]       # placeholder -> served | sensitive | context | column
-    exprs: dict[str, str]         # placeholders filled verbatim ({text_column})
-
-
-class _Unfillable(Exception):
-    """A placeholder has no value in this project: the case is skipped with this reason."""
-
-
-def _render(text: str, b: _Binding, *, sentinels: dict[str, tuple[str, str]] | None = None) -> str:
-    """``text`` with placeholders filled; with ``sentinels`` each name part becomes a unique
-    identifier recorded there (sentinel → (real part, origin)) so table references can be traced."""
-
-    def sub(m: re.Match[str]) -> str:
-        if m.group(1) is None:
-            return m.group(0)[0]
-        name = m.group(1)
-        mods = [x for x in (m.group(2) or "").split(":") if x]
-        if name in b.exprs:
-            return b.exprs[name]
-        if name not in b.names:
-            raise _Unfillable(name)
-        parts = b.names[name]
-        if sentinels is not None and b.origins[name] != "column":
-            fake = []
-            for part in parts:
-                s = f"hph{len(sentinels)}x"
-                sentinels[s] = (part, b.origins[name])
-                fake.append(s)
-            parts = tuple(fake)
-        return _render_name(parts, mods)
-
-    return _TOKEN.sub(sub, text)
-
-
-# --------------------------------------------------------------------------- table references
-
-_IDENT_RE = r'(?:"(?:[^"]|"")*"|[A-Za-z_][\w$]*)'
-_REF_RE = re.compile(r"(?i)\b(?:from|join|into|table|update|describe|summarize|pivot|using)\s+"
-                     rf"({_IDENT_RE}(?:\s*\.\s*{_IDENT_RE}){{0,2}})(?!\s*[\w.\"]*\s*\()")
-_CTE_RE = re.compile(rf"(?i)(?:\bwith(?:\s+recursive)?|,)\s*({_IDENT_RE})\s*(?:\([^)]*\)\s*)?as\s*\(")
-_STRING_SQL_FUNCS = {"query", "json_serialize_sql"}
-
-
-def _unquote(part: str) -> str:
-    part = part.strip()
-    if part.startswith('"') and part.endswith('"') and len(part) >= 2:
-        return part[1:-1].replace('""', '"')
-    return part
-
-
-def referenced_tables(sql: str) -> list[tuple[str | None, str | None, str]]:
-    """``(catalog, schema, name)`` of every table reference in ``sql`` (CTE names excluded).
-
-    Parsed with sqlglot (every statement; SQL in string arguments of ``query()`` /
-    ``json_serialize_sql()`` and names given to ``query_table()`` included); text sqlglot
-    cannot parse, and commands it keeps as raw text, are scanned for ``FROM/JOIN/INTO/TABLE/
-    UPDATE … name`` instead.
-    """
-    try:
-        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
-    except (Exception, RecursionError):  # noqa: BLE001 - unparseable attacks are common here
-        return _scan(sql)
-    out: list[tuple[str | None, str | None, str]] = []
-    for stmt in statements:
-        ctes = {c.alias_or_name.lower() for c in stmt.find_all(exp.CTE)}
-        for node in stmt.walk():
-            if isinstance(node, exp.Command):
-                out += _scan(node.sql(dialect="duckdb"))
-            elif isinstance(node, exp.Table):
-                if not isinstance(node.this, exp.Identifier) or isinstance(node.parent, exp.UserDefinedFunction):
-                    continue
-                name, db, catalog = node.name, node.db or None, node.catalog or None
-                if not name or (db is None and catalog is None and name.lower() in ctes):
-                    continue
-                out.append((catalog, db, name))
-            elif isinstance(node, exp.Func):
-                fname = node.name.lower() if isinstance(node, exp.Anonymous) else ""
-                args = [a for a in node.expressions] if isinstance(node, exp.Anonymous) else []
-                if fname in _STRING_SQL_FUNCS:
-                    for a in args:
-                        text = _literal_text(a)
-                        if text:
-                            out += referenced_tables(text)
-                elif fname == "query_table":
-                    for a in args:
-                        items = a.expressions if isinstance(a, exp.Array) else [a]
-                        for it in items:
-                            text = _literal_text(it)
-                            if text:
-                                parts = [_unquote(p) for p in text.split(".")]
-                                out.append(_as_ref(parts))
-    return out
-
-
-def _literal_text(node: exp.Expression) -> str | None:
-    if isinstance(node, exp.Literal) and node.is_string:
-        return node.this
-    if isinstance(node, (exp.Concat, exp.DPipe)):
-        parts = node.expressions if isinstance(node, exp.Concat) else [node.this, node.expression]
-        texts = [_literal_text(p) for p in parts]
-        return "".join(texts) if all(t is not None for t in texts) else None  # type: ignore[arg-type]
-    return None
-
-
-def _as_ref(parts: Sequence[str]) -> tuple[str | None, str | None, str]:
-    parts = list(parts)[-3:]
-    while len(parts) < 3:
-        parts.insert(0, "")
-    catalog, db, name = parts
-    return catalog or None, db or None, name
-
-
-def _scan(text: str) -> list[tuple[str | None, str | None, str]]:
-    ctes = {_unquote(m.group(1)).lower() for m in _CTE_RE.finditer(text)}
-    out = []
-    for m in _REF_RE.finditer(text):
-        parts = [_unquote(p) for p in re.split(r"\s*\.\s*(?=(?:\"|[A-Za-z_]))", m.group(1))]
-        ref = _as_ref(parts)
-        if ref[0] is None and ref[1] is None and ref[2].lower() in ctes:
-            continue
-        out.append(ref)
-    return out
 
 
 # --------------------------------------------------------------------------- instantiation
