@@ -1,58 +1,58 @@
-"""Dagster definitions: thin, merges the per-domain defs (loaded by workspace.yaml).
+"""Dagster definitions: thin, loaded by ``workspace.yaml``.
+
+Each folder of :mod:`sqleval_pipeline.defs` is a domain that loads itself: every asset,
+asset check, job, schedule and sensor at module level in its files is picked up; a domain
+whose definitions depend on the project (the dbt models, the snapshot over the served models)
+exports ``definitions(ctx)`` instead. Adding an asset is one file in its domain.
 
 They are built from the selected sqleval project (``SQLEVAL_PROJECT``, else ``sqleval.yaml``
 in the working directory, else the bundled demo): asset keys come from *its* dbt project."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import warnings
+from types import ModuleType
+
 import dagster as dg
 
-import sqleval_pipeline.defs  # noqa: F401  (sets the dbt no-tracking environment first)
-from sqleval_pipeline.defs.evaluation.assets import (
-    eval_attempts,
-    eval_diagnoses,
-    eval_executions,
-    eval_gate,
-    eval_grades,
-    eval_scorecard,
-)
-from sqleval_pipeline.defs.evaluation.jobs import evaluate_job
-from sqleval_pipeline.defs.evaluation.schedules import nightly_evaluation
-from sqleval_pipeline.defs.evaluation.sensors import new_configuration_versions
-from sqleval_pipeline.defs.golden.assets import golden_set
-from sqleval_pipeline.defs.guardrails.assets import guardrail_suite
-from sqleval_pipeline.defs.judging.assets import judge_calibration
+import sqleval_pipeline.defs as defs_package
+from sqleval_pipeline.defs.context import DefsContext
 from sqleval_pipeline.defs.resources import SqlevalHome, dbt_resource
-from sqleval_pipeline.defs.snapshot.assets import build_snapshot_asset
-from sqleval_pipeline.defs.warehouse.assets import build_warehouse_assets
 from sqleval_pipeline.project import Project
 from sqleval_pipeline.project import current as current_project
 
 
+def domains(package: ModuleType = defs_package) -> list[ModuleType]:
+    """The domain packages (sub-folders) of ``package``, by name."""
+    return [importlib.import_module(f"{package.__name__}.{m.name}")
+            for m in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
+            if m.ispkg]
+
+
+def domain_definitions(domain: ModuleType, ctx: DefsContext) -> dg.Definitions:
+    """A domain's definitions: its ``definitions(ctx)`` when it has one, plus whatever its
+    modules define at module level."""
+    with warnings.catch_warnings():  # a preview API in Dagster 1.13 (pinned in the lock)
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        found = dg.load_definitions_from_package_module(domain)
+    build = getattr(domain, "definitions", None)
+    return dg.Definitions.merge(found, build(ctx)) if callable(build) else found
+
+
 def build_definitions(project: Project | None = None, manifest_dir: str | None = None,
-                      configs_dir: str | None = None) -> dg.Definitions:
+                      configs_dir: str | None = None,
+                      package: ModuleType = defs_package) -> dg.Definitions:
     """All definitions of a project; the arguments override where pins and configurations
-    are (tests use temporary folders)."""
+    are (tests use temporary folders) and which package holds the domains."""
     project = project or current_project()
-    warehouse_assets, served_keys = build_warehouse_assets(project)
-    serving_snapshot = build_snapshot_asset(served_keys)
-    foundation_job = dg.define_asset_job(
-        "foundation",
-        selection=dg.AssetSelection.assets(*warehouse_assets, serving_snapshot, golden_set,
-                                           guardrail_suite),
-        description="dbt warehouse → GX-validated serving snapshot → verified golden set → "
-                    "hostile guardrail suite",
-    )
+    ctx = DefsContext(project, manifest_dir, configs_dir)
     sqleval = SqlevalHome(project_file=str(project.file), root=str(project.home.root),
                           manifest_dir=manifest_dir, configs_dir=configs_dir)
-    return dg.Definitions(
-        assets=[*warehouse_assets, serving_snapshot, golden_set, guardrail_suite,
-                eval_attempts, eval_executions, eval_grades, eval_diagnoses, eval_scorecard,
-                eval_gate, judge_calibration],
-        jobs=[foundation_job, evaluate_job],
-        schedules=[nightly_evaluation],
-        sensors=[new_configuration_versions],
-        resources={"sqleval": sqleval, "dbt": dbt_resource(project)},
+    return dg.Definitions.merge(
+        *(domain_definitions(d, ctx) for d in domains(package)),
+        dg.Definitions(resources={"sqleval": sqleval, "dbt": dbt_resource(project)}),
     )
 
 

@@ -64,9 +64,7 @@ def _root_message(err) -> str:
     return re.sub(r"^(?:[a-z_][\w]*\.)+(?=[A-Z]\w*: )", "", msg)
 
 
-#: raw-data step, seeds and sources; every other dbt model; the served dbt models
-WAREHOUSE_GROUPS = ["raw", "warehouse", "served"]
-FOUNDATION_GROUPS = [*WAREHOUSE_GROUPS, "snapshot", "golden", "guardrails"]
+from sqleval_pipeline.defs.foundation.jobs import FOUNDATION_GROUPS, WAREHOUSE_GROUPS  # noqa: E402,F401
 EVALUATION_GROUPS = ["evaluation"]
 JUDGING_GROUPS = ["judging"]
 

@@ -133,3 +133,78 @@ def test_foundation_materializes_through_dagster(tmp_path, monkeypatch):
         materialize(["snapshot", "golden"], manifest_dir=str(manifests))
     assert info.value.summary.checks["golden_set:reproduces_on_snapshot"] is False
     assert drifted in str(info.value)
+
+
+def test_a_domain_folder_loads_itself(tmp_path, monkeypatch):
+    """Adding an asset is one file: a new module in a domain folder is picked up, with its
+    checks, jobs and schedules, and a domain's ``definitions(ctx)`` is merged in."""
+    import importlib
+    import sys
+
+    from sqleval_pipeline.definitions import domain_definitions, domains
+
+    root = tmp_path / "extra_defs"
+    (root / "alpha").mkdir(parents=True)
+    (root / "beta").mkdir()
+    (root / "__init__.py").write_text("")
+    (root / "not_a_domain.py").write_text("import dagster as dg\n@dg.asset\ndef stray(): ...\n")
+    (root / "alpha" / "__init__.py").write_text("")
+    (root / "alpha" / "assets.py").write_text(
+        "import dagster as dg\n"
+        "@dg.asset(group_name='alpha')\ndef first(): return 1\n"
+        "@dg.asset_check(asset=first)\ndef first_ok(): return dg.AssetCheckResult(passed=True)\n")
+    (root / "alpha" / "jobs.py").write_text(
+        "import dagster as dg\nalpha_job = dg.define_asset_job('alpha_job', selection='first')\n"
+        "@dg.schedule(job=alpha_job, cron_schedule='0 3 * * *')\ndef alpha_nightly(): return {}\n")
+    (root / "beta" / "__init__.py").write_text(
+        "import dagster as dg\n"
+        "def definitions(ctx):\n"
+        "    @dg.asset(name=ctx['name'], deps=['first'])\n"
+        "    def made(): ...\n"
+        "    return dg.Definitions(assets=[made])\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    package = importlib.import_module("extra_defs")
+    try:
+        found = domains(package)
+        assert [m.__name__ for m in found] == ["extra_defs.alpha", "extra_defs.beta"]
+        merged = dg.Definitions.merge(*(domain_definitions(d, {"name": "made_for_ctx"}) for d in found))
+        keys = {k.to_user_string() for k in merged.resolve_asset_graph().get_all_asset_keys()}
+        assert keys == {"first", "made_for_ctx"}
+        assert merged.resolve_job_def("alpha_job") is not None
+        assert [s.name for s in merged.schedules] == ["alpha_nightly"]
+        assert [k.name for k in merged.resolve_asset_graph().asset_check_keys] == ["first_ok"]
+    finally:
+        for name in [n for n in sys.modules if n.startswith("extra_defs")]:
+            del sys.modules[name]
+
+
+@pytest.mark.slow
+def test_every_module_level_definition_is_loaded():
+    """Walk the defs package independently of the loader: every asset, job, schedule and
+    sensor defined at module level in a domain file is in the project's definitions."""
+    import importlib
+    import pkgutil
+
+    import sqleval_pipeline.defs as package
+    from sqleval_pipeline.definitions import build_definitions
+
+    assets, jobs, schedules, sensors = set(), set(), set(), set()
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if isinstance(value, dg.AssetsDefinition):
+                assets |= {k.to_user_string() for k in value.keys}
+            elif isinstance(value, dg.ScheduleDefinition):
+                schedules.add(value.name)
+            elif isinstance(value, dg.SensorDefinition):
+                sensors.add(value.name)
+            elif hasattr(value, "name") and type(value).__name__ == "UnresolvedAssetJobDefinition":
+                jobs.add(value.name)
+    assert assets and jobs and schedules and sensors
+    with dg.instance_for_test():
+        defs = build_definitions()
+        loaded = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+        assert assets <= loaded
+        assert jobs <= {j.name for j in defs.jobs}
+        assert schedules == {s.name for s in defs.schedules}
+        assert sensors == {s.name for s in defs.sensors}
