@@ -29,5 +29,9 @@ def ui(
            "PATH": f"{exe.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     console.print(f"Dagster UI for project {proj.name} on http://{host}:{port} "
                   f"(instance {dagster_home}); Ctrl-C stops it")
-    os.execvpe(str(exe), [str(exe), "dev", "-m", "sqleval_pipeline.definitions", "-h", host,
+    workspace = Path(dagster_home) / "workspace.yaml"  # names the code location "sqleval"
+    workspace.write_text("load_from:\n  - python_module:\n"
+                         "      module_name: sqleval_pipeline.definitions\n"
+                         "      attribute: defs\n      location_name: sqleval\n")
+    os.execvpe(str(exe), [str(exe), "dev", "-w", str(workspace), "-h", host,
                           "-p", str(port)], env)

@@ -6,6 +6,11 @@ evaluate_job = dg.define_asset_job(
     "evaluate",
     selection=dg.AssetSelection.groups("evaluation"),
     partitions_def=config_versions,
+    # one process for the whole chain: each stage continues the batch of the one before, so
+    # there is nothing to run in parallel, and a subprocess per step re-imports the
+    # definitions (seconds each) — the UI run takes what the CLI takes
+    executor_def=dg.in_process_executor,
+    tags={"sqleval/job": "evaluate"},
     description="Attempts → guarded executions → grades → scorecard → diff and regression gate "
                 "for one configuration version",
 )
