@@ -194,6 +194,9 @@ class LoadedConfig(BaseModel):
     config: Configuration
     path: Path
     version: str
+    #: content hashes of what the version covers besides the fields (prompt template,
+    #: recorded answers, glossary): what a diff names when they differ
+    input_digests: dict[str, str] = {}
 
     @property
     def name(self) -> str:
@@ -283,7 +286,17 @@ def load_config(path: Path, root: Path | None = None, *, project: Any = None) ->
         except GlossaryError as exc:
             raise ConfigError(f"{path}: field 'context.curation' is on but the project's "
                               f"glossary cannot be loaded: {exc}") from exc
-    return LoadedConfig(config=config, path=path, version=config_version(config, root, digest))
+    return LoadedConfig(config=config, path=path, version=config_version(config, root, digest),
+                        input_digests=input_digests(config, root, digest))
+
+
+def input_digests(config: Configuration, root: Path, glossary: str | None) -> dict[str, str]:
+    """label → 12 hex digits of each referenced file's content (and of the glossary)."""
+    out = {label: hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+           for label, path in sorted(config.referenced_files(root).items())}
+    if config.context.curation:
+        out["glossary"] = (glossary or "none")[:12]
+    return out
 
 
 def load_configs(directory: Path | None = None, *, project: Any = None,

@@ -51,6 +51,9 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
                       config_version=loaded.version, snapshot_id=env.snapshot_id, cases=cases,
                       runs=runs, mode=mode, batch_id=batch_id,
                       policy_version=env.policy(cfg.guard or None).version)
+    from sqleval_pipeline.comparisons import record_inputs
+
+    record_inputs(env, loaded, info)
     builder = generator = None
     finished = info.status == "complete" and env.store.artifact(
         info.partition_key, info.batch_id, "attempts.parquet").exists()
@@ -294,51 +297,28 @@ def latest_scorecard(env: Environment, partition_key: str):
     return None, None
 
 
-# ---- stage 5: diff and regression gate ----------------------------------------------------
+# ---- stage 5: comparisons and regression gate (sqleval_pipeline.comparisons) ---------------
+
+from sqleval_pipeline.comparisons import GateReport, stage_gate  # noqa: E402,F401
 
 
-def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
-               *, fail_on_case_regression: bool = False):
-    """Diff this scorecard against its configured baseline's newest scorecard and gate it.
+def baseline_diff_gate(env: Environment, batch: BatchInfo):
+    """(diff, gate result) against the declared baseline, as the gate stage stored them, or
+    (None, None) when that comparison was skipped."""
+    from sqleval_pipeline.scoring import Diff, GateResult
 
-    Returns ``(diff, gate_result, baseline_key)``; ``(None, None, reason)`` when there is no
-    baseline to compare with.
-    """
-    from sqleval_pipeline.scoring import calibrated_refusal, diff, gate, load_decisions
+    import json
 
-    base_name = loaded.config.baseline
-    if not base_name:
-        return None, None, "no baseline configured"
-    try:
-        base_loaded = find_config(env, base_name)
-    except EvaluationError as exc:
-        return None, None, str(exc)
-    base_card, base_batch = latest_scorecard(env, base_loaded.partition_key)
-    if base_card is None:
-        return None, None, f"baseline {base_loaded.partition_key} has no scorecard yet; evaluate it first"
-    if base_card.grader_version != card.grader_version:
-        # The baseline was graded under other rules. Its attempts and executions are stored, so
-        # re-grade them under the current grader (no model calls) rather than compare metrics
-        # that mean different things. The baseline's own files are never rewritten: the
-        # re-based copy goes into this (the candidate's) batch, so candidates gating against
-        # one baseline at once never write the same file.
-        regraded = grade_batch(env, base_batch)
-        base_card = score_batch(env, base_loaded, base_batch, grades=regraded)
-        rebased = env.store.artifact(batch.partition_key, batch.batch_id,
-                                     f"rebased/{base_loaded.partition_key}/{base_batch.batch_id}")
-        save_records(rebased / "grades.parquet", regraded)
-        base_card.save(rebased / "scorecard.json")
-    comparison = diff(base_card, card)
-    result = gate(base_card, card, load_decisions(env.decisions),
-                  fail_on_case_regression=fail_on_case_regression, comparison=comparison)
-    env.store.write_json(batch.partition_key, batch.batch_id, "diff.json",
-                         comparison.model_dump(mode="json"))
-    env.store.write_json(batch.partition_key, batch.batch_id, "gate.json",
-                         result.model_dump(mode="json"))
-    # Calibrated refusal (docs/grading.md): do the stricter configuration's refusals earn their keep?
-    env.store.write_json(batch.partition_key, batch.batch_id, "calibrated_refusal.json",
-                         calibrated_refusal(base_card, card).model_dump(mode="json"))
-    return comparison, result, base_loaded.partition_key
+    from sqleval_pipeline.comparisons import COMPARISONS_FILE
+
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    report = folder / COMPARISONS_FILE
+    if not report.exists() or not (folder / "gate.json").exists():
+        return None, None
+    if json.loads(report.read_text())["comparisons"][0]["status"] == "skipped":
+        return None, None
+    return (Diff.model_validate_json((folder / "diff.json").read_text()),
+            GateResult.model_validate_json((folder / "gate.json").read_text()))
 
 
 # ---- judge calibration (across configurations) ---------------------------------------------
@@ -396,6 +376,7 @@ class EvaluationResult:
     loaded: LoadedConfig
     batch: BatchInfo
     scorecard: object
+    report: GateReport
     diff: object | None
     gate: object | None
     baseline: str | None
@@ -425,5 +406,7 @@ def evaluate(env: Environment, loaded: LoadedConfig, *, mode: str = "latest",
     t0 = time.perf_counter()
     card = stage_scorecard(env, loaded, run.batch)
     t["scorecard"] = time.perf_counter() - t0
-    d, g, base = stage_gate(env, loaded, run.batch, card)
-    return EvaluationResult(loaded, run.batch, card, d, g, base, run.provider_calls, t)
+    report = stage_gate(env, loaded, run.batch, card)
+    d, g = baseline_diff_gate(env, run.batch)
+    base = report.comparisons[0].baseline_partition
+    return EvaluationResult(loaded, run.batch, card, report, d, g, base, run.provider_calls, t)

@@ -69,41 +69,59 @@ EVALUATION_GROUPS = ["evaluation"]
 JUDGING_GROUPS = ["judging"]
 
 
+#: the named job that runs each set of groups (the CLI runs the jobs the UI shows)
+JOBS = {"evaluation": "evaluate", "judging": "calibrate_judges"}
+
+
+def job_for(groups: list[str]) -> str:
+    """The job whose selection holds these groups.
+
+    >>> job_for(["evaluation"]), job_for(WAREHOUSE_GROUPS), job_for(["judging"])
+    ('evaluate', 'foundation', 'calibrate_judges')
+    """
+    names = {JOBS.get(g, "foundation" if g in FOUNDATION_GROUPS else None) for g in groups}
+    if len(names) != 1 or None in names:
+        raise ValueError(f"groups {groups} do not belong to one job")
+    return names.pop()
+
+
 def materialize(groups: list[str], run_config: dict | None = None,
                 project: Project | None = None, manifest_dir: str | None = None,
-                partition_key: str | None = None, configs_dir: str | None = None) -> RunSummary:
-    """Materialize the assets of the given groups of a project in-process (its own Dagster
-    instance under its build dir); raise RunFailed on failure.
+                partition_key: str | None = None, configs_dir: str | None = None,
+                tags: dict[str, str] | None = None) -> RunSummary:
+    """Run the named job (``foundation``, ``evaluate``, ``calibrate_judges``) that holds the
+    given asset groups, in-process, on the project's own Dagster instance (under its build
+    dir); only the groups' assets when they are a part of the job. Raise RunFailed on failure.
 
     With ``partition_key`` (a configuration version), the key is registered as a dynamic
     partition first (as the sensor would) and the partitioned assets run for it."""
     project = project or current_project()
     ensure_dagster_home(project.home)
+    import getpass
+
     import dagster as dg
 
     from sqleval_pipeline.definitions import build_definitions
 
     defs = build_definitions(project, manifest_dir, configs_dir)
-    assets = list(defs.assets or [])
     config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     if run_config:
         config.update(run_config)
+    run_tags = {"sqleval/trigger": "cli", "sqleval/user": _user(getpass), **(tags or {})}
     started = time.perf_counter()
-    with dg.DagsterInstance.get() as instance:
+    with dg.DagsterInstance.get() as instance:  # (entered: resolving the job reads its state)
+        job = defs.resolve_job_def(job_for(groups))
+        graph = defs.resolve_asset_graph()
+        wanted = [k for k in graph.get_all_asset_keys()
+                  if graph.get(k).is_executable and graph.get(k).group_name in groups]
+        selection = None if set(wanted) >= set(job.asset_layer.executable_asset_keys) else wanted
         if partition_key:
             from sqleval_pipeline.defs.evaluation.partitions import config_versions
 
-            if not instance.has_dynamic_partition(config_versions.name, partition_key):
-                instance.add_dynamic_partitions(config_versions.name, [partition_key])
-        result = dg.materialize(
-            assets,
-            partition_key=partition_key,
-            selection=dg.AssetSelection.groups(*groups),
-            resources=defs.resources,
-            instance=instance,
-            run_config=config,
-            raise_on_error=False,
-        )
+            add_partition(instance, config_versions.name, partition_key)
+        result = job.execute_in_process(
+            run_config=config, instance=instance, partition_key=partition_key,
+            raise_on_error=False, asset_selection=selection, tags=run_tags)
     summary = RunSummary(result.run_id, time.perf_counter() - started)
     for ev in result.get_asset_materialization_events():
         mat = ev.event_specific_data.materialization
@@ -122,3 +140,21 @@ def materialize(groups: list[str], run_config: dict | None = None,
                             check_failure=only_checks)
         raise RunFailed("run", "the run did not succeed (see `make ui` for its log)", summary=summary)
     return summary
+
+
+def add_partition(instance, name: str, key: str) -> None:
+    """Register a dynamic partition; safe when another process registers it at the same time."""
+    if instance.has_dynamic_partition(name, key):
+        return
+    try:
+        instance.add_dynamic_partitions(name, [key])
+    except Exception:  # noqa: BLE001 - a concurrent add of the same key: fine if it is there now
+        if not instance.has_dynamic_partition(name, key):
+            raise
+
+
+def _user(getpass) -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no user name (containers): the tag says so
+        return "unknown"

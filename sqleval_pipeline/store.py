@@ -78,6 +78,11 @@ class Store:
     def batch_dir(self, partition_key: str, batch_id: str) -> Path:
         return self.config_dir(partition_key) / batch_id
 
+    def partitions(self) -> list[str]:
+        """Every configuration version with a folder in the store."""
+        runs = self.root / "runs"
+        return sorted(d.name for d in runs.iterdir() if d.is_dir()) if runs.exists() else []
+
     def batches(self, partition_key: str) -> list[BatchInfo]:
         d = self.config_dir(partition_key)
         out = []

@@ -170,7 +170,8 @@ def test_a_domain_folder_loads_itself(tmp_path, monkeypatch):
         merged = dg.Definitions.merge(*(domain_definitions(d, {"name": "made_for_ctx"}) for d in found))
         keys = {k.to_user_string() for k in merged.resolve_asset_graph().get_all_asset_keys()}
         assert keys == {"first", "made_for_ctx"}
-        assert merged.resolve_job_def("alpha_job") is not None
+        with dg.instance_for_test():  # resolving a job reads the live instance's state
+            assert merged.resolve_job_def("alpha_job") is not None
         assert [s.name for s in merged.schedules] == ["alpha_nightly"]
         assert [k.name for k in merged.resolve_asset_graph().asset_check_keys] == ["first_ok"]
     finally:

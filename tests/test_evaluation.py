@@ -77,9 +77,21 @@ def test_partitioned_assets_materialize_through_dagster(serving_snapshot, tmp_pa
     )
     assert {"eval_attempts", "eval_executions", "eval_grades", "eval_scorecard", "eval_gate"} <= set(summary.materialized)
     assert summary.materialized["eval_attempts"]["attempts"] == 9
-    assert summary.checks["eval_gate:regression_gate"]  # no baseline configured for raw: skipped
+    # no baseline configured for raw and no earlier batch: skipped, which is not "passed"
+    assert summary.checks["eval_gate:regression_gate"] is False
+    assert summary.materialized["eval_gate"]["gate"].startswith("## Regression gate: skipped")
+    batch_ids = {summary.materialized[a]["batch_id"] for a in
+                 ("eval_attempts", "eval_executions", "eval_grades", "eval_diagnoses",
+                  "eval_scorecard", "eval_gate")}
+    assert len(batch_ids) == 1
+    folder = home.store / "runs" / loaded.partition_key / batch_ids.pop()
+    assert summary.materialized["eval_grades"]["grades_parquet"] == str(folder / "grades.parquet")
+    assert (folder / "grades.parquet").exists() and (folder / "inputs.json").exists()
     with dg.DagsterInstance.get() as instance:
         assert loaded.partition_key in instance.get_dynamic_partitions("config_versions")
+        run = instance.get_run_by_id(summary.run_id)
+        assert run.job_name == "evaluate" and run.tags["sqleval/trigger"] == "cli"
+        assert run.tags["dagster/partition"] == loaded.partition_key
 
 
 def _resources():
@@ -90,23 +102,57 @@ def _resources():
     return {"sqleval": SqlevalHome(project_file=str(p.file), root=str(p.home.root))}
 
 
+def _configs(folder, *, edited: bool = False):
+    """Three configuration files: an active one, an inactive one and a broken one."""
+    folder.mkdir(exist_ok=True)
+    (folder / "a.yaml").write_text("name: alpha\ngenerator: {kind: baseline}\ncontext: {curation: false}\n"
+                                   f"runs: {4 if edited else 3}\n")
+    (folder / "b.yaml").write_text("name: beta\ngenerator: {kind: baseline}\nactive: false\n")
+    (folder / "broken.yaml").write_text("name: gamma\ngenerator: {kind: nonsense}\n")
+    return folder
+
+
 @pytest.mark.slow
-def test_sensor_registers_new_configuration_versions():
+def test_sensor_registers_only_active_versions_and_marks_superseded_ones(tmp_path):
     from sqleval_pipeline.configs import load_configs
     from sqleval_pipeline.defs.evaluation.sensors import new_configuration_versions
+    from sqleval_pipeline.defs.resources import SqlevalHome
+    from sqleval_pipeline.project import current
 
+    p = current()
+    folder = _configs(tmp_path / "configs")
+    res = {"sqleval": SqlevalHome(project_file=str(p.file), root=str(p.home.root),
+                                  configs_dir=str(folder))}
+    errors: list[str] = []
+    alpha = {c.name: c for c in load_configs(folder, project=p, errors=errors)}["alpha"]
+    assert len(errors) == 1 and "broken.yaml" in errors[0]
     with dg.instance_for_test() as instance:
-        ctx = dg.build_sensor_context(instance=instance, resources=_resources())
-        result = new_configuration_versions(ctx)
-        keys = {c.partition_key for c in load_configs()}
-        added = set(result.dynamic_partitions_requests[0].partition_keys)
-        assert added == keys
-        active = {c.partition_key for c in load_configs() if c.config.active}
-        assert {r.partition_key for r in result.run_requests} == active
-        instance.add_dynamic_partitions("config_versions", sorted(keys))
-        again = new_configuration_versions(dg.build_sensor_context(instance=instance,
-                                                                   resources=_resources()))
+        result = new_configuration_versions(dg.build_sensor_context(instance=instance, resources=res))
+        # the broken file is skipped, the inactive one is not registered
+        assert list(result.dynamic_partitions_requests[0].partition_keys) == [alpha.partition_key]
+        assert [r.partition_key for r in result.run_requests] == [alpha.partition_key]
+        assert result.asset_events == []
+        instance.add_dynamic_partitions("config_versions", [alpha.partition_key])
+        again = new_configuration_versions(dg.build_sensor_context(instance=instance, resources=res))
         assert isinstance(again, dg.SkipReason)
+        _configs(folder, edited=True)  # the file is edited in place: a new version
+        edited = {c.name: c for c in load_configs(folder, project=p, errors=[])}["alpha"]
+        assert edited.partition_key != alpha.partition_key
+        third = new_configuration_versions(dg.build_sensor_context(instance=instance, resources=res))
+        assert [r.partition_key for r in third.run_requests] == [edited.partition_key]
+        (obs,) = third.asset_events
+        assert obs.partition == alpha.partition_key
+        assert obs.metadata["superseded_by"].value == edited.partition_key
+
+
+def test_schedule_and_sensors_run_by_default():
+    from sqleval_pipeline.defs.evaluation.freshness import freshness_sensor
+    from sqleval_pipeline.defs.evaluation.schedules import nightly_evaluation
+    from sqleval_pipeline.defs.evaluation.sensors import new_configuration_versions
+
+    assert nightly_evaluation.default_status == dg.DefaultScheduleStatus.RUNNING
+    assert new_configuration_versions.default_status == dg.DefaultSensorStatus.RUNNING
+    assert freshness_sensor.default_status == dg.DefaultSensorStatus.RUNNING
 
 
 @pytest.mark.slow
@@ -193,7 +239,7 @@ def test_two_candidates_gating_against_one_old_baseline_at_once(env):
     for t in threads:
         t.join()
     assert not errors, errors
-    assert len(results) == 2 and all(r[1] is not None for r in results)
+    assert len(results) == 2 and all(r.comparisons[0].status != "skipped" for r in results)
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
     for run in runs:
         rebased = env.store.batch_dir(cur.partition_key, run.batch.batch_id) / "rebased" / raw.partition_key

@@ -23,7 +23,8 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None) -> bool
     """Print the newest scorecard, diff and gate of a configuration version; True if the gate
     passed or had nothing to compare with."""
     from sqleval_pipeline import evaluation as ev
-    from sqleval_pipeline.scoring import Diff, GateResult
+    from sqleval_pipeline.comparisons import COMPARISONS_FILE, GateReport
+    from sqleval_pipeline.reporting.gate import gate_report_markdown, render_gate_report
     from sqleval_pipeline.reporting.scorecard import (
         diff_markdown,
         gate_markdown,
@@ -43,12 +44,18 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None) -> bool
                   f"made for this batch so far; files in {folder}")
     md = [scorecard_markdown(card)]
     passed = True
-    if (folder / "gate.json").exists():
-        d = Diff.model_validate_json((folder / "diff.json").read_text())
-        g = GateResult.model_validate_json((folder / "gate.json").read_text())
+    d, g = ev.baseline_diff_gate(env, batch)
+    if d is not None:
         render_diff(d, console)
+        md.append(diff_markdown(d))
+    if (folder / COMPARISONS_FILE).exists():
+        report = GateReport.model_validate_json((folder / COMPARISONS_FILE).read_text())
+        render_gate_report(report, console)
+        md.append(gate_report_markdown(report))
+        passed = report.passed is not False
+    elif g is not None:
         render_gate(g, console)
-        md += [diff_markdown(d), gate_markdown(g)]
+        md.append(gate_markdown(g))
         passed = g.passed
     if (folder / "calibrated_refusal.json").exists():
         from sqleval_pipeline.scoring import CalibratedRefusal
@@ -111,6 +118,10 @@ def run(
         op_config["split"] = split
     console.print(f"evaluating [bold]{loaded.partition_key}[/] ({loaded.config.generator.kind}) "
                   f"in project {proj.name}")
+    if config.resolve().parent != proj.configs_dir.resolve():
+        err.print(f"[yellow]note:[/] {config} is outside the project's configurations folder "
+                  f"({proj.configs_dir}): the Dagster UI loads only that folder, so it shows "
+                  "this run but cannot re-materialize its partition")
     summary = run_assets(EVALUATION_GROUPS, {"ops": {"eval_attempts": {"config": op_config}}},
                          partition_key=loaded.partition_key, configs_dir=str(config.resolve().parent),
                          show_progress=True, reported_checks=frozenset({"eval_gate:regression_gate"}))
@@ -118,8 +129,8 @@ def run(
     console.print(f"Dagster run {summary.run_id[:8]} in {summary.seconds:.1f} s; this run made "
                   f"{calls} provider call(s)")
     if not show_evaluation(loaded.partition_key, markdown=report):
-        fail("regression gate failed: accuracy dropped below the baseline without a recorded "
-             f"decision ({proj.decisions_path})")
+        fail("regression gate failed (comparisons above) and no decision in "
+             f"{proj.decisions_path} accepts it; `sqleval show CASE -c {config}` shows a case")
 
 
 def demo() -> None:

@@ -49,6 +49,8 @@ class Decision(BaseModel):
     date: _dt.date
     baseline: str = Field(min_length=1, description="baseline configuration version (or a >= 7-char prefix)")
     candidate: str = Field(min_length=1, description="candidate configuration version (or a >= 7-char prefix)")
+    batch: str | None = Field(None, description="the candidate batch it accepts; required to accept "
+                              "drift between two batches of one version (a nightly run)")
 
     @field_validator("baseline", "candidate", mode="before")
     @classmethod
@@ -56,7 +58,12 @@ class Decision(BaseModel):
         # YAML reads an all-digit hash as a number: versions are always text
         return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
-    def matches(self, baseline: str, candidate: str) -> bool:
+    def matches(self, baseline: str, candidate: str, batch: str | None = None,
+                require_batch: bool = False) -> bool:
+        if self.batch is not None and self.batch != batch:
+            return False
+        if require_batch and self.batch is None:
+            return False  # "version X may be worse than itself" would waive every night
         return _version_match(self.baseline, baseline) and _version_match(self.candidate, candidate)
 
 
@@ -126,12 +133,20 @@ def gate(
     comparison: Diff | None = None,
     seed: int = stats.DEFAULT_SEED,
     resamples: int = 200,
+    candidate_batch: str | None = None,
+    drift: bool = False,
 ) -> GateResult:
-    """Apply the regression gate (raises IncomparableScorecards like :func:`diff`)."""
+    """Apply the regression gate (raises IncomparableScorecards like :func:`diff`).
+
+    ``drift``: the two are batches of one configuration version (a nightly re-run): only a
+    drop whose paired 95% interval lies below zero fails (two runs of one system differ by
+    sampling), and only a decision naming ``candidate_batch`` accepts it."""
     d = comparison or diff(baseline, candidate, rebase=rebase, seed=seed, resamples=resamples)
     acc = d.metric("accuracy")
     failures = []
-    if acc.delta is not None and acc.delta < -_EPS:
+    significant = not drift or (acc.ci is not None and acc.ci.high is not None
+                                 and acc.ci.high < -_EPS)
+    if acc.delta is not None and acc.delta < -_EPS and significant:
         failures.append(
             f"accuracy dropped from {100 * acc.baseline:.1f}% to {100 * acc.candidate:.1f}% "  # type: ignore[operator]
             f"({100 * acc.delta:+.1f} points) on {d.n_paired_cases} paired cases"
@@ -142,7 +157,8 @@ def gate(
         failures.append(f"{len(d.newly_failing)} previously passing case(s) now fail: {', '.join(d.newly_failing[:10])}")
     decision = None
     if failures:
-        decision = next((x for x in decisions if x.matches(baseline.config_version, candidate.config_version)), None)
+        decision = next((x for x in decisions if x.matches(
+            baseline.config_version, candidate.config_version, candidate_batch, drift)), None)
     return GateResult(
         passed=not failures or decision is not None,
         waived=bool(failures) and decision is not None,

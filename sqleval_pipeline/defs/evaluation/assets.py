@@ -1,25 +1,56 @@
-"""Per configuration-version assets: attempts → executions → grades → scorecard → gate.
+"""Per configuration-version assets: attempts → executions → grades → diagnoses → scorecard → gate.
 
-Thin wrappers over :mod:`sqleval_pipeline.evaluation`; each returns the batch it worked on
-(a small dict, kept by Dagster's IO manager) so the next stage reads that batch's files.
+Thin wrappers over :mod:`sqleval_pipeline.evaluation`. Nothing is handed from one stage to
+the next through Dagster's IO manager: each materialization records its ``batch_id`` (and the
+batch's files as paths), and the next stage continues the batch its upstream asset last
+materialized for this partition. Code versions name the rules a stage applies (grader, judge),
+so the UI marks grades stale when the grader changes.
 """
+
+import warnings
 
 import dagster as dg
 
 from sqleval_pipeline import evaluation as ev
 from sqleval_pipeline import progress
+from sqleval_pipeline.defs.evaluation import metadata as md
 from sqleval_pipeline.defs.evaluation.partitions import config_versions
 from sqleval_pipeline.defs.resources import SqlevalHome
+from sqleval_pipeline.grading import GRADER_VERSION
+from sqleval_pipeline.judging.rules import RulesJudge
 
 
-def _stage(context: dg.AssetExecutionContext, sqleval: SqlevalHome, ref: dict):
-    """(environment, configuration, batch) for a stage that continues the batch ``ref``."""
+def upstream_batch(context: dg.AssetExecutionContext, upstream: str) -> str:
+    """The batch id the upstream asset last materialized for this partition."""
+    found = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(upstream),
+                              asset_partitions=[context.partition_key]), limit=1)
+    for record in found.records:
+        value = record.asset_materialization.metadata.get("batch_id")
+        if value is not None:
+            return str(value.value)
+    raise ev.EvaluationError(f"{upstream} has no materialization with a batch for "
+                             f"{context.partition_key}; materialize it first")
+
+
+def _stage(context: dg.AssetExecutionContext, sqleval: SqlevalHome, upstream: str):
+    """(environment, configuration, batch) for a stage that continues its upstream's batch."""
     env = sqleval.environment()
-    batch = env.store.get(ref["partition_key"], ref["batch_id"])
+    batch_id = upstream_batch(context, upstream)
+    batch = env.store.get(context.partition_key, batch_id)
     if batch is None:
-        raise ev.EvaluationError(f"batch {ref['batch_id']} of {ref['partition_key']} is missing "
+        raise ev.EvaluationError(f"batch {batch_id} of {context.partition_key} is missing "
                                  f"from {env.store.root}; re-materialize eval_attempts")
     return env, ev.find_config(env, context.partition_key), batch
+
+
+def _where(env, batch, *files: str) -> dict:
+    """The batch id and the real paths of the batch folder and of the files a stage wrote."""
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    out = {"batch_id": batch.batch_id, "batch_dir": dg.MetadataValue.path(str(folder))}
+    for name in files:
+        out[name.replace(".", "_")] = dg.MetadataValue.path(str(folder / name))
+    return out
 
 
 class AttemptsConfig(dg.Config):
@@ -34,106 +65,128 @@ class AttemptsConfig(dg.Config):
 @dg.asset(partitions_def=config_versions, group_name="evaluation",
           deps=["golden_set", "serving_snapshot"], kinds={"python"})
 def eval_attempts(context: dg.AssetExecutionContext, config: AttemptsConfig,
-                  sqleval: SqlevalHome) -> dict:
+                  sqleval: SqlevalHome) -> dg.MaterializeResult:
     """The system's answers (SQL or refusal) for every case × run of this configuration."""
     env = sqleval.environment()
     loaded = ev.find_config(env, context.partition_key)
     run = ev.stage_attempts(env, loaded, mode=config.batch, runs=config.runs,
                             case_ids=config.case_ids, split=config.split,
                             progress=progress.reporter())
-    context.add_output_metadata({
-        "batch_id": run.batch.batch_id, "attempts": len(run.attempts),
-        "provider_calls": run.provider_calls, "resumed": run.resumed,
-        "kinds": dg.MetadataValue.json(run.batch.counts),
+    return dg.MaterializeResult(metadata={
+        **_where(env, run.batch, "attempts.parquet", "inputs.json"),
+        "attempts": len(run.attempts), "provider_calls": run.provider_calls,
+        "resumed": run.resumed, "kinds": dg.MetadataValue.json(run.batch.counts),
         "generator": loaded.config.generator.kind, "seconds": round(run.seconds, 2),
+        "configuration_file": dg.MetadataValue.path(str(loaded.path)),
     })
-    return {"partition_key": run.batch.partition_key, "batch_id": run.batch.batch_id}
 
 
-@dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"duckdb"})
-def eval_executions(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
-                    eval_attempts: dict) -> dict:
+@dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"duckdb"},
+          deps=[eval_attempts, "guardrail_suite"])
+def eval_executions(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> dg.MaterializeResult:
     """Every SQL attempt run through the guard: rows, or a refusal by a named layer."""
-    env, loaded, batch = _stage(context, sqleval, eval_attempts)
+    env, loaded, batch = _stage(context, sqleval, "eval_attempts")
     execs = ev.stage_executions(env, loaded, batch, progress.reporter())
     status: dict[str, int] = {}
     for e in execs:
         k = e.status if e.status != "refused" else f"refused:{e.layer}"
         status[k] = status.get(k, 0) + 1
-    context.add_output_metadata({"executions": len(execs), "status": dg.MetadataValue.json(status)})
-    return eval_attempts
+    return dg.MaterializeResult(metadata={
+        **_where(env, batch, "executions.parquet"), "executions": len(execs),
+        "status": dg.MetadataValue.json(status), "guard_policy": batch.policy_version or ""})
 
 
-@dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"})
-def eval_grades(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
-                eval_executions: dict) -> dict:
+@dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"},
+          deps=[eval_executions], code_version=GRADER_VERSION)
+def eval_grades(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> dg.MaterializeResult:
     """Each attempt's outcome (CORRECT … ERROR) under the written-down grading rules."""
-    env, _loaded, batch = _stage(context, sqleval, eval_executions)
+    env, _loaded, batch = _stage(context, sqleval, "eval_executions")
     grades = ev.stage_grades(env, batch)
     outcomes: dict[str, int] = {}
     for g in grades:
         outcomes[str(g.outcome)] = outcomes.get(str(g.outcome), 0) + 1
-    context.add_output_metadata({"grades": len(grades), "outcomes": dg.MetadataValue.json(outcomes),
-                                 "grader_version": grades[0].grader_version if grades else ""})
-    return eval_executions
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    return dg.MaterializeResult(metadata={
+        **_where(env, batch, "grades.parquet"), "grades": len(grades),
+        "outcomes": dg.MetadataValue.json(outcomes), "grader_version": GRADER_VERSION,
+        **md.failing_cases(grades, folder)})
 
 
-@dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"})
-def eval_diagnoses(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
-                   eval_grades: dict) -> dict:
+@dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"},
+          deps=[eval_grades], code_version=RulesJudge.version)
+def eval_diagnoses(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> dg.MaterializeResult:
     """Why each failed attempt failed: rules judge (always) and LLM judge (``judge: llm``)."""
-    env, loaded, batch = _stage(context, sqleval, eval_grades)
+    env, loaded, batch = _stage(context, sqleval, "eval_grades")
     diagnoses = ev.stage_diagnoses(env, loaded, batch, progress.reporter())
     hist: dict[str, dict[str, int]] = {}
     for d in diagnoses:
         hist.setdefault(d.judge, {}).setdefault(d.category, 0)
         hist[d.judge][d.category] += 1
-    context.add_output_metadata({"diagnoses": len(diagnoses), "histogram": dg.MetadataValue.json(hist)})
-    return eval_grades
-
-
-@dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"})
-def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome,
-                   eval_diagnoses: dict) -> dict:
-    """Accuracy with cluster-bootstrap intervals, per slice, over runs; refusals and errors apart."""
-    from sqleval_pipeline.reporting.scorecard import scorecard_markdown
-
-    env, loaded, batch = _stage(context, sqleval, eval_diagnoses)
-    card = ev.stage_scorecard(env, loaded, batch)
-    overall = card.overall
-    context.add_output_metadata({
-        "accuracy": overall.accuracy.value if overall.accuracy else None,
-        "strict_accuracy": overall.strict_accuracy.value if overall.strict_accuracy else None,
-        "scorecard": dg.MetadataValue.md(scorecard_markdown(card)),
-        "path": dg.MetadataValue.path(str(env.store.artifact(batch.partition_key, batch.batch_id,
-                                                             "scorecard.json"))),
-    })
-    return eval_diagnoses
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    return dg.MaterializeResult(metadata={
+        **_where(env, batch, "diagnoses.parquet"), "diagnoses": len(diagnoses),
+        "histogram": dg.MetadataValue.json(hist), **md.diagnosis_table(diagnoses, folder)})
 
 
 @dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"},
-          check_specs=[dg.AssetCheckSpec(
-              "regression_gate", asset="eval_gate", blocking=True,
-              description="Accuracy never drops below the baseline configuration's without a "
-                          "recorded decision in evals/decisions.yaml")])
-def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome, eval_scorecard: dict):
-    """Paired diff against the configuration's baseline, and the regression gate."""
-    from sqleval_pipeline.scoring import load_scorecard
-    from sqleval_pipeline.reporting.scorecard import diff_markdown, gate_markdown
+          deps=[eval_diagnoses])
+def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> dg.MaterializeResult:
+    """Accuracy with cluster-bootstrap intervals, per slice, over runs; refusals and errors apart."""
+    from sqleval_pipeline.reporting.scorecard import scorecard_markdown
 
-    env, loaded, batch = _stage(context, sqleval, eval_scorecard)
+    env, loaded, batch = _stage(context, sqleval, "eval_diagnoses")
+    card = ev.stage_scorecard(env, loaded, batch)
+    overall = card.overall
+    split = {f"accuracy_{name} (%)": md.pct(s.accuracy.value if s.accuracy else None)
+             for name, s in sorted(card.by_split.items())}
+    return dg.MaterializeResult(metadata={
+        **_where(env, batch, "scorecard.json"),
+        "accuracy (%)": md.pct(overall.accuracy.value if overall.accuracy else None),
+        "strict_accuracy (%)": md.pct(overall.strict_accuracy.value
+                                      if overall.strict_accuracy else None),
+        **split, "cases": card.n_cases, "attempts": card.n_attempts,
+        "scorecard": dg.MetadataValue.md(scorecard_markdown(card)),
+    })
+
+
+with warnings.catch_warnings():  # partitioned asset checks are a preview API in Dagster 1.13
+    warnings.simplefilter("ignore", dg.PreviewWarning)
+    _gate_spec = dg.AssetCheckSpec(
+        "regression_gate", asset="eval_gate", blocking=True, partitions_def=config_versions,
+        description="This version is not worse than its baseline configuration, than the "
+                    "previous version of the same configuration, or (beyond sampling noise) "
+                    "than its own previous batch — unless evals/decisions.yaml records a "
+                    "decision. Failed (warning) when there was nothing to compare with.")
+
+
+@dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"},
+          deps=[eval_scorecard], check_specs=[_gate_spec])
+def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
+    """Paired diffs against the baseline, the previous version and the previous batch, with
+    what changed between them; the regression gate over all three."""
+    from sqleval_pipeline.reporting.gate import gate_report_markdown
+    from sqleval_pipeline.reporting.scorecard import diff_markdown
+    from sqleval_pipeline.scoring import load_scorecard
+
+    env, loaded, batch = _stage(context, sqleval, "eval_scorecard")
     card = load_scorecard(env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json"))
-    comparison, result, base = ev.stage_gate(env, loaded, batch, card)
-    if result is None:
-        yield dg.Output(eval_scorecard, metadata={"baseline": base})
-        yield dg.AssetCheckResult(check_name="regression_gate", passed=True,
-                                  severity=dg.AssetCheckSeverity.WARN,
-                                  metadata={"skipped": base})
-        return
-    yield dg.Output(eval_scorecard, metadata={"baseline": base,
-                                              "diff": dg.MetadataValue.md(diff_markdown(comparison))})
+    report = ev.stage_gate(env, loaded, batch, card)
+    diff, _gate = ev.baseline_diff_gate(env, batch)
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    summary = gate_report_markdown(report)
+    meta = {**_where(env, batch, "comparisons.json"), "gate": dg.MetadataValue.md(summary),
+            **md.gate_tables(report, env, folder)}
+    if diff is not None:
+        meta["diff"] = dg.MetadataValue.md(diff_markdown(diff))
+    yield dg.MaterializeResult(metadata=meta)
+    passed = report.passed
     yield dg.AssetCheckResult(
-        check_name="regression_gate", passed=result.passed,
-        metadata={"gate": dg.MetadataValue.md(gate_markdown(result)), "baseline": base,
-                  "delta": result.delta if result.delta is not None else 0.0},
+        check_name="regression_gate", passed=bool(passed),
+        severity=dg.AssetCheckSeverity.WARN if passed is None else dg.AssetCheckSeverity.ERROR,
+        description=report.summary(),
+        metadata={"status": "skipped: nothing to compare with" if passed is None
+                  else "passed" if passed else "failed",
+                  "batch_id": batch.batch_id, "gate": dg.MetadataValue.md(summary),
+                  **{f"{c.kind}_delta (points)": md.pct(c.delta)
+                     for c in report.comparisons if c.delta is not None}},
     )

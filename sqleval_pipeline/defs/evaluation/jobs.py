@@ -1,10 +1,12 @@
 import dagster as dg
 
+from sqleval_pipeline.defs.evaluation.freshness import scorecard_freshness
 from sqleval_pipeline.defs.evaluation.partitions import config_versions
 
 evaluate_job = dg.define_asset_job(
     "evaluate",
-    selection=dg.AssetSelection.groups("evaluation"),
+    # the freshness check runs on its own sensor, not after every evaluation
+    selection=dg.AssetSelection.groups("evaluation") - dg.AssetSelection.checks(*scorecard_freshness),
     partitions_def=config_versions,
     # one process for the whole chain: each stage continues the batch of the one before, so
     # there is nothing to run in parallel, and a subprocess per step re-imports the

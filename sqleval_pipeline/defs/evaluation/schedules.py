@@ -11,6 +11,7 @@ from sqleval_pipeline.defs.resources import SqlevalHome
 
 
 @dg.schedule(job=evaluate_job, cron_schedule="0 2 * * *", execution_timezone="UTC",
+             default_status=dg.DefaultScheduleStatus.RUNNING,
              description="02:00 UTC: re-run every active configuration in a new batch so that a "
                          "provider's model drift shows up")
 def nightly_evaluation(context: dg.ScheduleEvaluationContext, sqleval: SqlevalHome):

@@ -31,11 +31,28 @@ def new_configuration_versions(context: dg.SensorEvaluationContext, sqleval: Sql
     for e in errors:
         context.log.warning(f"invalid configuration skipped: {e}")
     existing = set(context.instance.get_dynamic_partitions(config_versions.name))
-    new = sorted(k for k in keys if k not in existing)
+    active = sorted(k for k, on in keys.items() if on)
+    new = [k for k in active if k not in existing]  # inactive ones are never registered
     if not new:
-        return dg.SkipReason("no new configuration version")
+        return dg.SkipReason("no new version of an active configuration")
     return dg.SensorResult(
-        run_requests=[dg.RunRequest(partition_key=k, run_key=f"register:{k}")
-                      for k in new if keys[k]],
+        run_requests=[dg.RunRequest(partition_key=k, run_key=f"register:{k}",
+                                    tags={"sqleval/trigger": "new-version"}) for k in new],
         dynamic_partitions_requests=[config_versions.build_add_request(new)],
+        asset_events=superseded(existing, new),
     )
+
+
+def superseded(existing: set[str], new: list[str]) -> list[dg.AssetObservation]:
+    """An observation on the scorecard of every registered version that a new version of the
+    same configuration name replaces: the UI shows "superseded by …" on that partition."""
+    events = []
+    for key in new:
+        name = key.rsplit("@", 1)[0]
+        for old in sorted(existing):
+            if old != key and old.rsplit("@", 1)[0] == name:
+                events.append(dg.AssetObservation(
+                    asset_key="eval_scorecard", partition=old,
+                    metadata={"superseded_by": key,
+                              "status": f"stale: the configuration file now defines {key}"}))
+    return events

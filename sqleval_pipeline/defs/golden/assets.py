@@ -30,8 +30,13 @@ def golden_set(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     pinned, manifest, serving = snap.pinned_snapshot(sqleval.pins_dir, sqleval.home.snapshot_dir)
     drifts = verify_cases(golden.cases, serving, pinned, manifest.as_of)
     coverage = validate_coverage(golden.cases, project.difficulties)
+    from sqleval_pipeline.generation.runner import golden_hash
+
+    content = golden_hash(golden.cases)
     yield dg.MaterializeResult(
+        data_version=dg.DataVersion(content),  # evaluations go stale when the set changes
         metadata={
+            "golden_hash": content,
             "cases": len(golden),
             "snapshot_id": pinned,
             "golden_dir": dg.MetadataValue.path(str(project.golden_dir)),

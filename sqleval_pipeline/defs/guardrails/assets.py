@@ -38,7 +38,8 @@ def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
     for template_id, reason in skipped:
         context.log.info(f"hostile case {template_id} not instantiated: {reason}")
     report_path = sqleval.home.root / "reports" / "guardrails.json"
-    with GuardedExecutor(path, as_of=manifest.as_of, policy=project_policy(project, manifest)) as guard:
+    policy = project_policy(project, manifest)
+    with GuardedExecutor(path, as_of=manifest.as_of, policy=policy) as guard:
         report = run_suite(suite, guard, timeout_s=config.timeout_s)
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
@@ -50,7 +51,8 @@ def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
         lines.append(f"| {cat} | {row['cases']} | {row['blocked']} | {row.get('by_filter', 0)} | "
                      f"{row.get('by_database', 0)} | {row.get('by_sandbox', 0)} | "
                      f"{row.get('by_cap', 0)} | {row.get('blocked_by_error', 0)} | {row['got_through']} |")
-    yield dg.MaterializeResult(metadata={
+    yield dg.MaterializeResult(data_version=dg.DataVersion(policy.version), metadata={
+        "guard_policy": policy.version,
         "cases": len(report.verdicts),
         "not_instantiated": dg.MetadataValue.json([f"{t}: {r}" for t, r in skipped]),
         "got_through": len(through),

@@ -54,6 +54,7 @@ def build_snapshot_asset(served_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
         objects = snap.list_serving_objects(path)
         foreign = [".".join(o[1:]) for o in objects if o[1] != manifest.serving_schema]
         yield dg.MaterializeResult(
+            data_version=dg.DataVersion(manifest.snapshot_id),  # downstream goes stale on a new snapshot
             metadata={
                 "snapshot_id": manifest.snapshot_id,
                 "as_of": manifest.as_of.isoformat(),

@@ -1,0 +1,296 @@
+"""Stage 5: the comparisons a batch is gated on, each with what changed.
+
+A batch is compared with up to three earlier evaluations:
+
+``baseline``
+    the newest scorecard of the configuration named by its ``baseline:`` field (the gate a
+    candidate must pass before it replaces the baseline);
+``previous_version``
+    the newest scorecard of an *earlier version of the same configuration name* (a file
+    edited in place: without this, a 44-point drop hides behind "baseline 49% → 49%");
+``previous_batch``
+    the previous batch of the *same version* (the nightly re-run: provider drift). Two runs
+    of one system differ by sampling, so only a drop whose paired interval excludes zero
+    fails, and only a decision naming the batch accepts it.
+
+Each comparison that fails needs its own recorded decision in ``evals/decisions.yaml``. The
+declared baseline's diff and gate stay in ``diff.json``/``gate.json`` of the batch folder;
+every comparison, with "what changed", is in ``comparisons.json``. Only this batch's folder
+is written.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+import duckdb
+from pydantic import BaseModel, Field
+
+from sqleval_pipeline.configs import LoadedConfig, load_configs
+from sqleval_pipeline.environment import Environment, EvaluationError, find_config
+from sqleval_pipeline.records import save_records
+from sqleval_pipeline.scoring.changes import INPUTS_FILE, Change, RunInputs, what_changed
+from sqleval_pipeline.store import BatchInfo
+
+COMPARISONS_FILE = "comparisons.json"
+Kind = Literal["baseline", "previous_version", "previous_batch"]
+
+
+class Comparison(BaseModel):
+    kind: Kind
+    baseline_partition: str | None = None
+    baseline_batch: str | None = None
+    status: Literal["passed", "waived", "failed", "skipped"]
+    reason: str = Field(description="why it was skipped, or the gate's message")
+    baseline_accuracy: float | None = None
+    candidate_accuracy: float | None = None
+    delta: float | None = None
+    newly_failing: list[str] = Field(default_factory=list)
+    newly_passing: list[str] = Field(default_factory=list)
+    changes: list[Change] = Field(default_factory=list)
+
+
+class GateReport(BaseModel):
+    partition_key: str
+    batch_id: str
+    comparisons: list[Comparison]
+
+    @property
+    def evaluated(self) -> list[Comparison]:
+        return [c for c in self.comparisons if c.status != "skipped"]
+
+    @property
+    def passed(self) -> bool | None:
+        """False when any comparison failed; None when none could be made (not a pass)."""
+        if any(c.status == "failed" for c in self.comparisons):
+            return False
+        return True if self.evaluated else None
+
+    def summary(self) -> str:
+        parts = []
+        for c in self.comparisons:
+            if c.status == "skipped":
+                parts.append(f"{c.kind}: skipped ({c.reason})")
+            else:
+                acc = (f"{_pct(c.baseline_accuracy)} → {_pct(c.candidate_accuracy)}"
+                       f" vs {c.baseline_partition}"
+                       + (f" batch {c.baseline_batch}" if c.kind == "previous_batch" else ""))
+                parts.append(f"{c.kind}: {c.status} ({acc})")
+        return "; ".join(parts)
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}%"
+
+
+# ---- what each batch was made from ---------------------------------------------------------
+
+
+def record_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo) -> None:
+    """Write the configuration as evaluated into the batch (once: a batch's inputs are fixed)."""
+    path = env.store.artifact(batch.partition_key, batch.batch_id, INPUTS_FILE)
+    if path.exists():
+        return
+    data = {"configuration": loaded.config.model_dump(mode="json"),
+            "input_digests": loaded.input_digests}
+    env.store.write_json(batch.partition_key, batch.batch_id, INPUTS_FILE, data)
+
+
+def batch_inputs(env: Environment, batch: BatchInfo, card=None,
+                 current: LoadedConfig | None = None) -> RunInputs:
+    """A batch's inputs: what it recorded, its scorecard's grader, its diagnoses' judges and
+    the model strings its provider reported. ``current``: the configuration file loaded now,
+    used for a batch made before it recorded its configuration (same version only)."""
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    recorded = {}
+    if (folder / INPUTS_FILE).exists():
+        recorded = json.loads((folder / INPUTS_FILE).read_text(encoding="utf-8"))
+    elif current is not None and current.version == batch.config_version:
+        recorded = {"configuration": current.config.model_dump(mode="json"),
+                    "input_digests": current.input_digests}
+    judges: dict[str, str] = {}
+    models: list[str] = []
+    con = duckdb.connect()
+    try:
+        if (folder / "diagnoses.parquet").exists():
+            rows = con.execute("SELECT DISTINCT judge, coalesce(judge_version, 'unversioned') "
+                               "FROM read_parquet(?) ORDER BY 1, 2",
+                               [str(folder / "diagnoses.parquet")]).fetchall()
+            for judge, version in rows:
+                judges[judge] = version if judge not in judges else f"{judges[judge]},{version}"
+        if (folder / "attempts.parquet").exists():
+            models = [r[0] for r in con.execute(
+                "SELECT DISTINCT model FROM read_parquet(?) WHERE model IS NOT NULL ORDER BY 1",
+                [str(folder / "attempts.parquet")]).fetchall()]
+    finally:
+        con.close()
+    return RunInputs(
+        partition_key=batch.partition_key, config_name=batch.config_name,
+        config_version=batch.config_version, batch_id=batch.batch_id,
+        snapshot_id=batch.snapshot_id, golden_hash=batch.golden_hash,
+        grader_version=getattr(card, "grader_version", None), judge_versions=judges,
+        policy_version=batch.policy_version, configuration=recorded.get("configuration"),
+        input_digests=recorded.get("input_digests") or {}, provider_models=models)
+
+
+# ---- finding what to compare with ----------------------------------------------------------
+
+
+def _scorecard_of(env: Environment, batch: BatchInfo):
+    from sqleval_pipeline.scoring import load_scorecard
+
+    p = env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json")
+    return load_scorecard(p) if batch.status == "complete" and p.exists() else None
+
+
+def _newest_scored(env: Environment, partition_key: str, before: str | None = None):
+    """(scorecard, batch) of the newest complete, scored batch of a version (older than
+    batch id ``before`` when given), or (None, None)."""
+    for b in reversed(env.store.batches(partition_key)):
+        if before is not None and b.batch_id >= before:
+            continue
+        card = _scorecard_of(env, b)
+        if card is not None:
+            return card, b
+    return None, None
+
+
+def _previous_version(env: Environment, batch: BatchInfo):
+    """(scorecard, batch) of the newest scored batch of another version of the same name."""
+    best = (None, None)
+    for key in env.store.partitions():
+        if key == batch.partition_key or key.rsplit("@", 1)[0] != batch.config_name:
+            continue
+        card, b = _newest_scored(env, key, before=batch.batch_id)
+        if b is not None and (best[1] is None or b.batch_id > best[1].batch_id):
+            best = (card, b)
+    return best
+
+
+# ---- the gate ------------------------------------------------------------------------------
+
+
+def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
+               *, fail_on_case_regression: bool = False) -> GateReport:
+    """Every comparison of this batch, gated; written to the batch folder."""
+    from sqleval_pipeline.scoring import load_decisions
+
+    decisions = load_decisions(env.decisions)
+    mine = batch_inputs(env, batch, card, loaded)
+    comparisons: list[Comparison] = []
+
+    base_name = loaded.config.baseline
+    if not base_name or base_name == loaded.name:
+        comparisons.append(Comparison(kind="baseline", status="skipped",
+                                      reason="no baseline configured"))
+    else:
+        try:
+            base_loaded = find_config(env, base_name)
+        except EvaluationError as exc:
+            comparisons.append(Comparison(kind="baseline", status="skipped", reason=str(exc)))
+        else:
+            base_card, base_batch = _newest_scored(env, base_loaded.partition_key)
+            if base_card is None:
+                comparisons.append(Comparison(
+                    kind="baseline", baseline_partition=base_loaded.partition_key,
+                    status="skipped", reason=f"baseline {base_loaded.partition_key} has no "
+                    "scorecard yet; evaluate it first"))
+            else:
+                comparisons.append(_compare(env, "baseline", base_card, base_batch, base_loaded,
+                                            card, batch, mine, decisions,
+                                            fail_on_case_regression, write_main=True))
+
+    prev_card, prev_batch = _previous_version(env, batch)
+    if prev_card is None:
+        comparisons.append(Comparison(kind="previous_version", status="skipped",
+                                      reason=f"no earlier version of {loaded.name} was scored"))
+    else:
+        comparisons.append(_compare(env, "previous_version", prev_card, prev_batch, None, card,
+                                    batch, mine, decisions, fail_on_case_regression))
+
+    last_card, last_batch = _newest_scored(env, batch.partition_key, before=batch.batch_id)
+    if last_card is None:
+        comparisons.append(Comparison(kind="previous_batch", status="skipped",
+                                      reason="first batch of this version"))
+    else:
+        comparisons.append(_compare(env, "previous_batch", last_card, last_batch, loaded, card,
+                                    batch, mine, decisions, fail_on_case_regression))
+    report = GateReport(partition_key=batch.partition_key, batch_id=batch.batch_id,
+                        comparisons=comparisons)
+    env.store.write_json(batch.partition_key, batch.batch_id, COMPARISONS_FILE,
+                         report.model_dump(mode="json"))
+    return report
+
+
+def _compare(env: Environment, kind: Kind, base_card, base_batch: BatchInfo,
+             base_loaded: LoadedConfig | None, card, batch: BatchInfo, mine: RunInputs,
+             decisions, fail_on_case_regression: bool, write_main: bool = False) -> Comparison:
+    from sqleval_pipeline.scoring import IncomparableScorecards, calibrated_refusal, diff, gate
+
+    theirs = batch_inputs(env, base_batch, base_card, base_loaded)
+    changes = what_changed(theirs, mine)
+    if base_card.grader_version != card.grader_version:
+        base_card = _rebase(env, base_batch, base_loaded, batch, kind)
+        theirs.grader_version = base_card.grader_version
+        changes = what_changed(theirs, mine)
+    common = {"kind": kind, "baseline_partition": base_batch.partition_key,
+              "baseline_batch": base_batch.batch_id, "changes": changes}
+    try:
+        comparison = diff(base_card, card)
+    except IncomparableScorecards as exc:
+        if kind == "baseline":
+            raise
+        return Comparison(**common, status="skipped", reason=str(exc))
+    result = gate(base_card, card, decisions, fail_on_case_regression=fail_on_case_regression,
+                  comparison=comparison, candidate_batch=batch.batch_id,
+                  drift=kind == "previous_batch")
+    sub = "" if write_main else f"{kind}/"
+    env.store.write_json(batch.partition_key, batch.batch_id, f"{sub}diff.json",
+                         comparison.model_dump(mode="json"))
+    env.store.write_json(batch.partition_key, batch.batch_id, f"{sub}gate.json",
+                         result.model_dump(mode="json"))
+    if write_main:  # calibrated refusal (docs/grading.md): do stricter refusals earn their keep?
+        env.store.write_json(batch.partition_key, batch.batch_id, "calibrated_refusal.json",
+                             calibrated_refusal(base_card, card).model_dump(mode="json"))
+    status = "failed" if not result.passed else ("waived" if result.waived else "passed")
+    return Comparison(**common, status=status, reason=result.message,
+                      baseline_accuracy=result.baseline_accuracy,
+                      candidate_accuracy=result.candidate_accuracy, delta=result.delta,
+                      newly_failing=comparison.newly_failing,
+                      newly_passing=comparison.newly_passing)
+
+
+def _rebase(env: Environment, base_batch: BatchInfo, base_loaded: LoadedConfig | None,
+            batch: BatchInfo, kind: Kind):
+    """The earlier batch re-graded under the current grader (no model calls). Its own files
+    are never rewritten: the copy goes into this batch's folder, so candidates gating against
+    one baseline at once never write the same file."""
+    from sqleval_pipeline.evaluation import grade_batch, score_batch
+
+    loaded = base_loaded or _loaded_for(env, base_batch)
+    regraded = grade_batch(env, base_batch)
+    card = score_batch(env, loaded, base_batch, grades=regraded)
+    rebased = env.store.artifact(batch.partition_key, batch.batch_id,
+                                 f"rebased/{base_batch.partition_key}/{base_batch.batch_id}")
+    save_records(rebased / "grades.parquet", regraded)
+    card.save(rebased / "scorecard.json")
+    return card
+
+
+def _loaded_for(env: Environment, batch: BatchInfo) -> LoadedConfig:
+    """A configuration to score an older version's batch with: its recorded configuration,
+    else the current file of that name (scoring reads only labels such as tuned_on_dev)."""
+    from sqleval_pipeline.configs import Configuration
+
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    if (folder / INPUTS_FILE).exists():
+        data = json.loads((folder / INPUTS_FILE).read_text(encoding="utf-8"))
+        config = Configuration.model_validate(data["configuration"])
+        return LoadedConfig(config=config, path=folder / INPUTS_FILE,
+                            version=batch.config_version)
+    for c in load_configs(env.configs_dir, project=env.project, errors=[]):
+        if c.name == batch.config_name:
+            return c.model_copy(update={"version": batch.config_version})
+    raise EvaluationError(f"batch {batch.batch_id} of {batch.partition_key}: its configuration "
+                          "is neither recorded nor in the configurations folder; cannot re-grade")

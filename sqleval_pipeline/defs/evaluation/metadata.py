@@ -1,0 +1,171 @@
+"""Case-level metadata for the evaluation assets: the trail from a red number to the case.
+
+Dagster shows ``MetadataValue.table`` as a sortable table on the materialization: the failing
+cases on ``eval_grades``, the diagnoses on ``eval_diagnoses``, the newly failing and newly
+passing cases on ``eval_gate``, with the worst regressions as Markdown (question, reference
+SQL, each run's SQL). Text comes from the system under test and from data, so it is cut to a
+length and put in code blocks or table cells, never into Markdown structure."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+
+#: rows per table (Dagster keeps metadata in its event log; the full lists are in the batch)
+MAX_ROWS = 200
+EXCERPT = 160
+PASSING = frozenset({"CORRECT", "CORRECT_FACTS", "DEFERRED_CORRECTLY"})
+
+
+def excerpt(text: str | None, n: int = EXCERPT) -> str:
+    """One line, at most ``n`` characters.
+
+    >>> excerpt("SELECT a\\n  FROM t", 12)
+    'SELECT a FR…'
+    """
+    if not text:
+        return ""
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[: n - 1] + "…"
+
+
+def pct(v: float | None) -> float | None:
+    """A rate as a percentage rounded to 0.1 (what the UI shows and plots)."""
+    return None if v is None else round(100 * v, 1)
+
+
+def _answers(attempts: Path, case_ids: set[str]) -> dict[tuple[str, int], str]:
+    """(case, run) → the SQL or the refusal, for the given cases only."""
+    if not case_ids or not attempts.exists():
+        return {}
+    con = duckdb.connect()
+    try:
+        rows = con.execute(
+            "SELECT case_id, run_index, kind, sql, refusal_reason, error_message "
+            "FROM read_parquet(?) WHERE list_contains(?, case_id)",
+            [str(attempts), sorted(case_ids)]).fetchall()
+    finally:
+        con.close()
+    out = {}
+    for cid, run, kind, sql, refusal, error in rows:
+        out[(cid, run)] = (sql if kind == "sql" else
+                           f"-- refused: {refusal or ''}" if kind == "refusal" else
+                           f"-- generation error: {error or ''}")
+    return out
+
+
+def _table(rows: list[dict], columns: list[tuple[str, str, str]]) -> dg.MetadataValue:
+    schema = dg.TableSchema(columns=[dg.TableColumn(name, type=kind, description=desc)
+                                     for name, kind, desc in columns])
+    return dg.MetadataValue.table(
+        records=[dg.TableRecord({name: r.get(name) for name, _k, _d in columns})
+                 for r in rows[:MAX_ROWS]], schema=schema)
+
+
+def failing_cases(grades, folder: Path) -> dict[str, dg.MetadataValue]:
+    """``failing_cases``: each case with a run that did not pass, worst first."""
+    by_case = defaultdict(list)
+    for g in grades:
+        by_case[g.case_id].append(g)
+    failing = {cid: sorted(gs, key=lambda g: g.run_index) for cid, gs in by_case.items()
+               if any(str(g.outcome) not in PASSING for g in gs)}
+    answers = _answers(folder / "attempts.parquet", set(failing))
+    rows = []
+    for cid, gs in failing.items():
+        bad = next(g for g in gs if str(g.outcome) not in PASSING)
+        rows.append({
+            "case_id": cid,
+            "outcome": " · ".join(str(g.outcome) for g in gs),
+            "passed_runs": f"{sum(str(g.outcome) in PASSING for g in gs)}/{len(gs)}",
+            "band": bad.band, "difficulty": bad.difficulty, "split": bad.split,
+            "mismatch": excerpt(bad.mismatch or bad.reason),
+            "sql": excerpt(answers.get((cid, bad.run_index))),
+            "_passed": sum(str(g.outcome) in PASSING for g in gs),
+        })
+    rows.sort(key=lambda r: (r["_passed"], r["case_id"]))
+    columns = [("case_id", "string", "golden case"),
+               ("outcome", "string", "outcome of each run, in run order"),
+               ("passed_runs", "string", "runs that passed / runs"),
+               ("band", "string", ""), ("difficulty", "string", ""), ("split", "string", ""),
+               ("mismatch", "string", "the grader's explanation for the first failing run"),
+               ("sql", "string", "the first failing run's answer (excerpt)")]
+    return {"failing_cases": _table(rows, columns),
+            "failing_case_count": len(rows), "case_count": len(by_case)}
+
+
+def diagnosis_table(diagnoses, folder: Path) -> dict[str, dg.MetadataValue]:
+    """``diagnoses``: per failed attempt, each judge's category and explanation."""
+    answers = _answers(folder / "attempts.parquet", {d.case_id for d in diagnoses})
+    rows = [{"case_id": d.case_id, "run": d.run_index, "judge": d.judge,
+             "category": str(d.category), "explanation": excerpt(d.explanation, 240),
+             "sql": excerpt(answers.get((d.case_id, d.run_index)))}
+            for d in sorted(diagnoses, key=lambda d: (d.case_id, d.run_index, d.judge))]
+    columns = [("case_id", "string", ""), ("run", "int", "run index"),
+               ("judge", "string", "rules or llm"), ("category", "string", "failure category"),
+               ("explanation", "string", "why, in the judge's words"),
+               ("sql", "string", "the answer (excerpt)")]
+    return {"diagnoses_table": _table(rows, columns)}
+
+
+def gate_tables(report, env, folder: Path) -> dict[str, dg.MetadataValue]:
+    """Newly failing / newly passing cases of every comparison, and the worst regressions."""
+    from sqleval_pipeline.records import Diagnosis, Grade, load_records
+
+    cases = {c.id: c for c in env.cases}
+    grades = defaultdict(list)
+    if (folder / "grades.parquet").exists():
+        for g in load_records(folder / "grades.parquet", Grade):
+            grades[g.case_id].append(g)
+    diags = defaultdict(list)
+    if (folder / "diagnoses.parquet").exists():
+        for d in load_records(folder / "diagnoses.parquet", Diagnosis):
+            diags[(d.case_id, d.run_index)].append(d)
+    failing_ids = {cid for c in report.comparisons for cid in c.newly_failing}
+    answers = _answers(folder / "attempts.parquet", failing_ids)
+
+    def row(cid: str, kind: str, against: str) -> dict:
+        gs = sorted(grades.get(cid, []), key=lambda g: g.run_index)
+        bad = next((g for g in gs if str(g.outcome) not in PASSING), None)
+        cats = sorted({d.category for g in gs for d in diags.get((cid, g.run_index), [])})
+        return {"case_id": cid, "comparison": kind, "against": against,
+                "question": excerpt(cases[cid].question if cid in cases else ""),
+                "outcome": " · ".join(str(g.outcome) for g in gs),
+                "diagnosis": ", ".join(map(str, cats)),
+                "mismatch": excerpt(bad.mismatch or bad.reason) if bad else ""}
+
+    newly_failing, newly_passing = [], []
+    for c in report.comparisons:
+        against = f"{c.baseline_partition} {c.baseline_batch or ''}".strip()
+        newly_failing += [row(cid, c.kind, against) for cid in c.newly_failing]
+        newly_passing += [row(cid, c.kind, against) for cid in c.newly_passing]
+    columns = [("case_id", "string", ""), ("comparison", "string",
+                                          "baseline | previous_version | previous_batch"),
+               ("against", "string", "configuration version and batch compared with"),
+               ("question", "string", ""), ("outcome", "string", "this batch, per run"),
+               ("diagnosis", "string", "failure categories of this batch's runs"),
+               ("mismatch", "string", "the grader's explanation")]
+    md = [f"## Worst regressions ({len(failing_ids)} newly failing case(s))"]
+    for cid in sorted(failing_ids)[:5]:
+        case = cases.get(cid)
+        md.append(f"### {cid}\n\n**Question**\n\n```text\n{_fence(case.question if case else '')}\n```\n\n"
+                  f"**Reference SQL**\n\n```sql\n{_fence(case.reference_sql if case else '')}\n```")
+        for g in sorted(grades.get(cid, []), key=lambda g: g.run_index):
+            notes = [f"mismatch: {g.mismatch}"] if g.mismatch else []
+            notes += [f"diagnosis ({d.judge}): {d.category} — {excerpt(d.explanation, 300)}"
+                      for d in diags.get((cid, g.run_index), [])]
+            md.append(f"**Run {g.run_index}: {g.outcome}**\n\n```sql\n"
+                      f"{_fence(answers.get((cid, g.run_index), ''))}\n```"
+                      + (f"\n\n```text\n{_fence(chr(10).join(notes))}\n```" if notes else ""))
+    if not failing_ids:
+        md.append("No case that passed before fails now.")
+    return {"newly_failing": _table(newly_failing, columns),
+            "newly_passing": _table(newly_passing, columns),
+            "worst_regressions": dg.MetadataValue.md("\n\n".join(md))}
+
+
+def _fence(text: str | None) -> str:
+    """Text safe inside a fenced block: a run of backticks cannot close the fence."""
+    return (text or "").replace("```", "`\u200b``")
