@@ -55,13 +55,12 @@ _prepared: dict[tuple[Path, Path], DbtProject] = {}
 
 
 def dbt_project(project: Project) -> DbtProject:
-    """The project's DbtProject with its manifest prepared once per process (``dbt parse``
-    into the build dir; under ``dagster dev`` it is re-parsed once so model edits show)."""
-    from dagster_dbt.dbt_project import using_dagster_dev
-
+    """The project's DbtProject with its manifest prepared once per process: ``dbt parse``
+    into the build dir only when a file of the dbt project is newer than the manifest (so
+    model edits show, and a run's process does not re-parse an unchanged project)."""
     key = (project.file, project.dbt_target_dir)
     if key not in _prepared:
-        dbt.parse(project, force=using_dagster_dev())
+        dbt.parse(project)
         _prepared[key] = DbtProject(
             project_dir=project.dbt_project_dir, target_path=project.dbt_target_dir,
             profiles_dir=dbt.profiles_dir(project),

@@ -170,12 +170,31 @@ def manifest_path(project: Project) -> Path:
 
 
 def parse(project: Project, *, force: bool = False) -> Path:
-    """``dbt parse`` into the build dir when the manifest is missing (or always with force)."""
+    """``dbt parse`` into the build dir when the manifest is missing or older than a file of
+    the dbt project (or always with force). Every import of the Dagster definitions needs the
+    manifest; a run or a UI reload after an edit re-parses, an unchanged project does not."""
     project.dbt_project_yml  # noqa: B018  (a missing dbt project fails with the field named)
     path = manifest_path(project)
-    if force or not path.exists():
+    if force or not path.exists() or _newest_source(project) > path.stat().st_mtime:
         run_dbt(project, ["parse", "--quiet"])
     return path
+
+
+#: what dbt reads when it parses (build outputs such as target/ and logs/ are not sources)
+_SOURCE_SUFFIXES = {".sql", ".yml", ".yaml", ".csv", ".md", ".py", ".jinja", ".j2"}
+
+
+def _newest_source(project: Project) -> float:
+    """Modification time of the newest file dbt parses in the project (0 when none)."""
+    root = project.dbt_project_dir
+    newest = 0.0
+    skip = {"target", "logs", "dbt_packages", ".git"}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in skip and not d.startswith(".")]
+        for name in filenames:
+            if os.path.splitext(name)[1] in _SOURCE_SUFFIXES:
+                newest = max(newest, os.stat(os.path.join(dirpath, name)).st_mtime)
+    return newest
 
 
 def load_manifest(project: Project) -> dict[str, Any]:
