@@ -31,7 +31,7 @@ from sqleval_pipeline.configs import LoadedConfig, load_configs
 from sqleval_pipeline.environment import Environment, EvaluationError, find_config
 from sqleval_pipeline.records import save_records
 from sqleval_pipeline.scoring.changes import INPUTS_FILE, Change, RunInputs, what_changed
-from sqleval_pipeline.store import BatchInfo
+from sqleval_pipeline.store import BatchInfo, batch_order
 
 COMPARISONS_FILE = "comparisons.json"
 Kind = Literal["baseline", "previous_version", "previous_batch"]
@@ -144,11 +144,12 @@ def _scorecard_of(env: Environment, batch: BatchInfo):
     return load_scorecard(p) if batch.status == "complete" and p.exists() else None
 
 
-def _newest_scored(env: Environment, partition_key: str, before: str | None = None):
-    """(scorecard, batch) of the newest complete, scored batch of a version (older than
-    batch id ``before`` when given), or (None, None)."""
+def _newest_scored(env: Environment, partition_key: str, before: BatchInfo | None = None):
+    """(scorecard, batch) of the newest complete, scored batch of a version (created before
+    ``before`` when given), or (None, None)."""
     for b in reversed(env.store.batches(partition_key)):
-        if before is not None and b.batch_id >= before:
+        if before is not None and (b.batch_id == before.batch_id
+                                   or batch_order(b) >= batch_order(before)):
             continue
         card = _scorecard_of(env, b)
         if card is not None:
@@ -162,8 +163,8 @@ def _previous_version(env: Environment, batch: BatchInfo):
     for key in env.store.partitions():
         if key == batch.partition_key or key.rsplit("@", 1)[0] != batch.config_name:
             continue
-        card, b = _newest_scored(env, key, before=batch.batch_id)
-        if b is not None and (best[1] is None or b.batch_id > best[1].batch_id):
+        card, b = _newest_scored(env, key, before=batch)
+        if b is not None and (best[1] is None or batch_order(b) > batch_order(best[1])):
             best = (card, b)
     return best
 
@@ -209,7 +210,7 @@ def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
         comparisons.append(_compare(env, "previous_version", prev_card, prev_batch, None, card,
                                     batch, mine, decisions, fail_on_case_regression))
 
-    last_card, last_batch = _newest_scored(env, batch.partition_key, before=batch.batch_id)
+    last_card, last_batch = _newest_scored(env, batch.partition_key, before=batch)
     if last_card is None:
         comparisons.append(Comparison(kind="previous_batch", status="skipped",
                                       reason="first batch of this version"))

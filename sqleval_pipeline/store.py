@@ -64,8 +64,22 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def new_batch_id(now: dt.datetime | None = None) -> str:
+    """``b<UTC time to the millisecond>Z-<random>``: sorts by creation, unique across processes.
+
+    >>> new_batch_id(dt.datetime(2026, 12, 1, 2, 0, 5, 123456, tzinfo=dt.UTC))[:22]
+    'b20261201T020005.123Z-'
+    """
     now = now or dt.datetime.now(dt.UTC)
-    return now.strftime("b%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
+    return now.strftime("b%Y%m%dT%H%M%S.") + f"{now.microsecond // 1000:03d}Z-" + secrets.token_hex(2)
+
+
+def batch_order(info: BatchInfo) -> tuple:
+    """Sort key: creation time (ids of older batches carry only the second), then id."""
+    try:
+        when = dt.datetime.fromisoformat(info.created_at)
+    except ValueError:
+        when = dt.datetime.min.replace(tzinfo=dt.UTC)
+    return (when, info.batch_id)
 
 
 class Store:
@@ -91,7 +105,7 @@ class Store:
                 f = b / "batch.json"
                 if f.exists():
                     out.append(BatchInfo.model_validate_json(f.read_text()))
-        return out
+        return sorted(out, key=batch_order)  # oldest first
 
     def get(self, partition_key: str, batch_id: str) -> BatchInfo | None:
         f = self.batch_dir(partition_key, batch_id) / "batch.json"

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from sqleval_pipeline.cli import build as build_cmds
-from sqleval_pipeline.cli import evaluate, golden, init, ui
+from sqleval_pipeline.cli import evaluate, golden, init, show, ui
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Evaluate a text-to-SQL system on pinned data, with hard guardrails.")
@@ -41,6 +41,7 @@ app.command("init")(init.init)
 app.command("build")(build_cmds.build)
 app.command("run")(evaluate.run)
 app.command("demo")(evaluate.demo)
+app.command("show")(show.show)
 app.command("ui")(ui.ui)
 app.add_typer(build_cmds.warehouse_app, name="warehouse")
 app.add_typer(build_cmds.snapshot_app, name="snapshot")

@@ -73,7 +73,7 @@ def make_attempt(case: Case, run_index: int, *, config_version: str, batch_id: s
     ctx = builder.build(case.id, case.question, run_index)
     base = dict(config_version=config_version, case_id=case.id, run_index=run_index,
                 batch_id=batch_id, generator=generator.name, prompt=ctx.prompt,
-                created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+                created_at=dt.datetime.now(dt.UTC).isoformat(timespec="microseconds"))
     try:
         out, retries = _call(generator, ctx, max_retries, calls, sleep)
     except ProviderError as exc:
@@ -220,6 +220,6 @@ def open_batch(store: Store, *, partition_key: str, config_name: str, config_ver
     return BatchInfo(
         batch_id=new_batch_id(), partition_key=partition_key, config_name=config_name,
         config_version=config_version, snapshot_id=snapshot_id, golden_hash=gh, runs=runs,
-        case_ids=ids, created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        case_ids=ids, created_at=dt.datetime.now(dt.UTC).isoformat(timespec="microseconds"),
         policy_version=policy_version, attempts_from=source.batch_id if source else None,
     )

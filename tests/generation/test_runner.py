@@ -123,3 +123,23 @@ def test_refusals_and_sql_are_recorded_with_their_audit_fields(tmp_path, setup):
     res = run(store, setup, FakeSystem(), batch(store, setup, runs=3))
     a = res.attempts[0]
     assert a.kind == "sql" and a.model == "fake-1" and a.created_at and a.batch_id
+
+
+def test_batches_sort_by_creation_not_by_their_random_suffix(tmp_path):
+    """Two batches made in the same second: the newer one is last, whatever its suffix."""
+    import datetime as dt
+
+    from sqleval_pipeline.store import BatchInfo, Store, new_batch_id
+
+    store = Store(tmp_path)
+    t0 = dt.datetime(2026, 12, 1, 2, 0, 5, 100000, tzinfo=dt.UTC)
+    t1 = t0 + dt.timedelta(milliseconds=300)
+    common = dict(partition_key="a@1", config_name="a", config_version="1", snapshot_id="s",
+                  golden_hash="g", runs=3, case_ids=["q"])
+    older = BatchInfo(batch_id="b20261201T020005Z-ffff", created_at=t0.isoformat(), **common)
+    newer = BatchInfo(batch_id="b20261201T020005Z-0000", created_at=t1.isoformat(), **common)
+    for info in (newer, older):
+        store.write_batch(info)
+    assert [b.batch_id for b in store.batches("a@1")] == [older.batch_id, newer.batch_id]
+    assert store.latest("a@1").batch_id == newer.batch_id
+    assert new_batch_id(t0) < new_batch_id(t1)  # new ids carry the millisecond

@@ -14,10 +14,12 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
+from sqleval_pipeline.records import SUCCESS_OUTCOMES
+
 #: rows per table (Dagster keeps metadata in its event log; the full lists are in the batch)
 MAX_ROWS = 200
 EXCERPT = 160
-PASSING = frozenset({"CORRECT", "CORRECT_FACTS", "DEFERRED_CORRECTLY"})
+PASSING = SUCCESS_OUTCOMES
 
 
 def excerpt(text: str | None, n: int = EXCERPT) -> str:
