@@ -145,6 +145,29 @@ def test_sensor_registers_only_active_versions_and_marks_superseded_ones(tmp_pat
         assert obs.metadata["superseded_by"].value == edited.partition_key
 
 
+@pytest.mark.slow
+def test_one_broken_configuration_does_not_stop_the_nightly_run(tmp_path):
+    import datetime as dt
+
+    from sqleval_pipeline.configs import load_configs
+    from sqleval_pipeline.defs.evaluation.schedules import nightly_evaluation
+    from sqleval_pipeline.defs.resources import SqlevalHome
+    from sqleval_pipeline.project import current
+
+    p = current()
+    folder = _configs(tmp_path / "configs")
+    res = {"sqleval": SqlevalHome(project_file=str(p.file), root=str(p.home.root),
+                                  configs_dir=str(folder))}
+    alpha = {c.name: c for c in load_configs(folder, project=p, errors=[])}["alpha"]
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("config_versions", [alpha.partition_key])
+        ctx = dg.build_schedule_context(instance=instance, resources=res,
+                                        scheduled_execution_time=dt.datetime(2026, 12, 2, 2, 0))
+        requests = nightly_evaluation(ctx)
+    assert [r.partition_key for r in requests] == [alpha.partition_key]
+    assert requests[0].tags["sqleval/trigger"] == "nightly"
+
+
 def test_schedule_and_sensors_run_by_default():
     from sqleval_pipeline.defs.evaluation.freshness import freshness_sensor
     from sqleval_pipeline.defs.evaluation.schedules import nightly_evaluation
@@ -426,3 +449,24 @@ def test_the_llm_judge_runs_inside_stage_diagnoses(env, tmp_path, monkeypatch):
         assert all(r.json["model"] == "claude-opus-4-1" for r in fake.requests)
         ev.stage_diagnoses(env, loaded, res.batch)  # stored verdicts are reused
         assert fake.calls == len(failed)
+
+
+def test_a_second_batch_of_one_version_is_compared_with_the_first(env):
+    """Drift: a fresh batch of an unchanged version is compared with the previous batch, and
+    nothing but the batch is named as changed; the earlier batch's files are not touched."""
+    loaded = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    ids = sorted(c.id for c in env.cases)[:3]  # any three cases of the golden set
+    first = ev.evaluate(env, loaded, case_ids=ids)
+    kinds = {c.kind: c for c in first.report.comparisons}
+    assert kinds["previous_batch"].status == "skipped"
+    folder = env.store.batch_dir(loaded.partition_key, first.batch.batch_id)
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    second = ev.evaluate(env, loaded, case_ids=ids, mode="new")
+    assert second.batch.batch_id != first.batch.batch_id
+    drift = {c.kind: c for c in second.report.comparisons}["previous_batch"]
+    assert drift.baseline_batch == first.batch.batch_id
+    assert drift.status == "passed" and drift.delta == 0  # the offline baseline is deterministic
+    assert [c.field for c in drift.changes] == ["batch"]
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+    stored = env.store.batch_dir(loaded.partition_key, second.batch.batch_id)
+    assert (stored / "previous_batch" / "gate.json").exists()
