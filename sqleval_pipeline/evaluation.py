@@ -282,6 +282,9 @@ def score_batch(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
 
 def stage_scorecard(env: Environment, loaded: LoadedConfig, batch: BatchInfo):
     card = score_batch(env, loaded, batch)
+    if card.failure_histogram_judge:
+        card = card.model_copy(update={
+            "failure_histogram_calibration": judge_calibration_status(env, card.failure_histogram_judge)})
     card.save(env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json"))
     return card
 
@@ -352,7 +355,27 @@ def calibration_report(env: Environment, labels_dir: Path | None = None):
                 for d in diags:
                     by_judge.setdefault(d.judge, []).append(d)
                 break
-    return calibrate(by_judge, labels, config_name_of=names)
+    settings = env.project.spec.judging
+    return calibrate(by_judge, labels, config_name_of=names, min_n=settings.min_labels,
+                     min_kappa=settings.min_kappa)
+
+
+def judge_calibration_status(env: Environment, judge: str) -> str:
+    """One line on how far ``judge``'s categories can be trusted, from the human labels."""
+    from sqleval_pipeline.judging.calibration import LabelError
+
+    try:
+        report = calibration_report(env)
+    except (LabelError, ValueError) as exc:
+        return f"not known: the labels cannot be read ({str(exc).splitlines()[0]})"
+    if report is None:
+        return "uncalibrated: no human labels"
+    for j in report.judges:
+        if j.judge == judge:
+            kappa = "n/a" if j.kappa is None else f"{j.kappa:.2f}"
+            rate = "n/a" if j.agreement_rate is None else f"{100 * j.agreement_rate:.0f}%"
+            return f"{j.status}: agreement {rate}, kappa {kappa}, n={j.n}"
+    return "uncalibrated: no labelled attempt of this judge"
 
 
 def calibration_path(env: Environment) -> Path:

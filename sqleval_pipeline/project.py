@@ -104,6 +104,13 @@ class Taxonomy(_Strict):
         return v
 
 
+class JudgingSettings(_Strict):
+    """When a judge's failure categories may be trusted (docs/project.md)."""
+
+    min_labels: int = Field(20, ge=1, description="labelled attempts a judge needs")
+    min_kappa: float = Field(0.6, ge=-1, le=1, description="Cohen's kappa a judge needs")
+
+
 class ProjectPaths(_Strict):
     golden: str = "evals/golden"
     configs: str = "evals/configs"
@@ -132,6 +139,7 @@ class ProjectSpec(_Strict):
     validation: str = Field("dbt_tests", description="dbt_tests (derived from the dbt tests on "
                             "the served models), none, or a path to an expectations YAML file")
     taxonomy: Taxonomy = Field(default_factory=Taxonomy)
+    judging: JudgingSettings = Field(default_factory=JudgingSettings)
     paths: ProjectPaths = Field(default_factory=ProjectPaths)
 
     @field_validator("sensitive_schemas")

@@ -50,10 +50,12 @@ app.add_typer(golden.golden_app, name="golden")
 
 def _mount_subcommands() -> None:
     from sqleval_pipeline.cli.guardrails import app as guard_app
+    from sqleval_pipeline.cli.judge import app as judge_app
     from sqleval_pipeline.cli.scoring import app as scoring_app
 
     app.registered_commands.extend(scoring_app.registered_commands)  # scorecard, diff, gate
     app.add_typer(guard_app, name="guardrails", help="Guarded execution and the hostile suite")
+    app.add_typer(judge_app, name="judge", help="Label failed attempts and calibrate the judges")
 
 
 _mount_subcommands()

@@ -25,8 +25,10 @@ What is reported
 ----------------
 For each judge: how many labelled attempts it diagnosed (``n``), the agreement rate, Cohen's
 kappa (agreement corrected for chance, :func:`cohens_kappa`), the human × judge confusion
-table, and a status — ``calibrated`` when ``n >= 20`` (at least 20 to start), otherwise
-``uncalibrated (n < 20)``: its categories are then shown but must not be trusted. For each pair
+table, and a status — ``calibrated`` when ``n >= 20`` (at least 20 to start) *and* kappa is at
+least the project's threshold (default 0.6), otherwise ``uncalibrated (n < 20)`` or
+``uncalibrated (kappa 0.51 < 0.60)``: its categories are then shown but must not be trusted.
+Kappa comes with a 95% interval (:func:`kappa_interval`). For each pair
 of judges: the disagreement table over the attempts both diagnosed (category pairs, counts,
 example attempt keys).
 
@@ -46,6 +48,7 @@ example attempt keys).
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import combinations
@@ -60,11 +63,14 @@ from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 __all__ = [
     "MIN_CALIBRATION_N", "DEFAULT_LABELS_DIR", "HumanLabel", "LabelError", "LabelRef",
     "HumanConflict", "JudgeCalibration", "DisagreementRow", "JudgePairDisagreement",
-    "CalibrationReport", "load_labels", "cohens_kappa", "calibrate",
+    "CalibrationReport", "load_labels", "cohens_kappa", "kappa_interval", "calibrate",
+    "MIN_CALIBRATION_KAPPA",
 ]
 
 #: labelled attempts a judge needs before its categories are reported as calibrated
 MIN_CALIBRATION_N = 20
+#: Cohen's kappa a judge needs (with enough labels) to be reported as calibrated
+MIN_CALIBRATION_KAPPA = 0.6
 #: where human labels live
 DEFAULT_LABELS_DIR = paths.EVALS_DIR / "labels"
 #: example attempt keys kept per disagreement cell
@@ -93,6 +99,9 @@ class HumanLabel(BaseModel):
     category: FailureCategory
     labeler: str = Field(min_length=1)
     note: str | None = None
+    date: _dt.date | None = Field(None, description="when it was labelled")
+    partition_key: str | None = Field(None, description="the configuration version labelled")
+    batch_id: str | None = Field(None, description="the batch the labeller read")
 
     @property
     def key(self) -> LabelKeyTuple:
@@ -206,6 +215,33 @@ def cohens_kappa(pairs: Iterable[tuple[str, str]]) -> float | None:
     return (n * agree - chance) / denominator
 
 
+def kappa_interval(pairs: Iterable[tuple[str, str]], z: float = 1.96) -> tuple[float, float] | None:
+    """A 95% interval for Cohen's kappa: ``kappa ± z·SE`` with the large-sample standard error
+    ``SE = sqrt(p_o (1 − p_o) / (n (1 − p_e)²))`` (Cohen 1960), clipped to [−1, 1].
+
+    Hand-computed: 10 pairs, 8 agreements, each rater 5 × "a" and 5 × "b":
+    p_o = 0.8, p_e = 0.5, kappa = 0.6, SE = sqrt(0.8·0.2 / (10·0.25)) = 0.253, so
+    0.6 ± 0.496:
+
+    >>> pairs = [("a", "a")] * 4 + [("b", "b")] * 4 + [("a", "b"), ("b", "a")]
+    >>> [round(x, 3) for x in kappa_interval(pairs)]
+    [0.104, 1.0]
+    >>> kappa_interval([]) is None, kappa_interval([("a", "a")] * 3) is None
+    (True, True)
+    """
+    pairs = list(pairs)
+    n = len(pairs)
+    kappa = cohens_kappa(pairs)
+    if kappa is None:
+        return None
+    p_o = sum(1 for a, b in pairs if a == b) / n
+    count_a = Counter(a for a, _ in pairs)
+    count_b = Counter(b for _, b in pairs)
+    p_e = sum(count_a[k] * count_b[k] for k in count_a.keys() & count_b.keys()) / (n * n)
+    se = (p_o * (1 - p_o) / (n * (1 - p_e) ** 2)) ** 0.5
+    return (max(-1.0, kappa - z * se), min(1.0, kappa + z * se))
+
+
 def _confusion(pairs: Iterable[tuple[str, str]]) -> dict[str, dict[str, int]]:
     table = {h: {j: 0 for j in FAILURE_CATEGORIES} for h in FAILURE_CATEGORIES}
     for h, j in pairs:
@@ -240,8 +276,10 @@ class JudgeCalibration(BaseModel):
     agreements: int
     agreement_rate: float | None = Field(description="None when n = 0")
     kappa: float | None = Field(description="Cohen's kappa; None when n = 0 or undefined")
+    kappa_ci: tuple[float, float] | None = Field(None, description="95% interval of kappa")
     kappa_note: str | None = None
-    status: str = Field(description="'calibrated' or 'uncalibrated (n < 20)'")
+    status: str = Field(description="'calibrated', 'uncalibrated (n < 20)' or "
+                        "'uncalibrated (kappa 0.51 < 0.60)'")
     calibrated: bool
     confusion: dict[str, dict[str, int]] = Field(description="human category -> judge category -> count")
     labelled_not_diagnosed: int = Field(description="labelled attempts this judge has no diagnosis for")
@@ -274,6 +312,7 @@ class CalibrationReport(BaseModel):
     """Every judge's agreement with people, and the judges' disagreements (JSON-serialisable)."""
 
     min_n: int
+    min_kappa: float = MIN_CALIBRATION_KAPPA
     categories: list[str]
     n_labels: int = Field(description="label lines read")
     n_labelled_attempts: int = Field(description="distinct attempts with a human consensus")
@@ -308,7 +347,8 @@ def _fmt_label_key(key: LabelKeyTuple) -> str:
 
 def calibrate(diagnoses: Mapping[str, Sequence[Diagnosis]], labels: Sequence[HumanLabel], *,
               config_name_of: Callable[[str], str] | Mapping[str, str],
-              min_n: int = MIN_CALIBRATION_N) -> CalibrationReport:
+              min_n: int = MIN_CALIBRATION_N,
+              min_kappa: float = MIN_CALIBRATION_KAPPA) -> CalibrationReport:
     """Compare each judge's diagnoses with the human labels, and the judges with each other.
 
     Args:
@@ -318,6 +358,7 @@ def calibrate(diagnoses: Mapping[str, Sequence[Diagnosis]], labels: Sequence[Hum
         config_name_of: configuration version -> configuration name (a callable or a dict),
             to match diagnoses (keyed by version) with labels (keyed by name).
         min_n: labelled attempts needed for ``calibrated`` (default 20).
+        min_kappa: Cohen's kappa needed for ``calibrated`` (default 0.6).
 
     Raises:
         ValueError: a judge has two diagnoses for one attempt, a diagnosis names another
@@ -362,12 +403,12 @@ def calibrate(diagnoses: Mapping[str, Sequence[Diagnosis]], labels: Sequence[Hum
                 names[d.config_version] = name_of(d.config_version)
         indexed[judge] = table
 
-    judges = [_judge_calibration(judge, indexed[judge], human, names, min_n)
+    judges = [_judge_calibration(judge, indexed[judge], human, names, min_n, min_kappa)
               for judge in sorted(indexed)]
     pairs = [_pair_disagreement(a, indexed[a], b, indexed[b])
              for a, b in combinations(sorted(indexed), 2)]
     return CalibrationReport(
-        min_n=min_n, categories=list(FAILURE_CATEGORIES), n_labels=len(labels),
+        min_n=min_n, min_kappa=min_kappa, categories=list(FAILURE_CATEGORIES), n_labels=len(labels),
         n_labelled_attempts=len(human), labelers=sorted({lab.labeler for lab in labels}),
         human_conflicts=conflicts, judges=judges, disagreements=pairs,
     )
@@ -375,7 +416,7 @@ def calibrate(diagnoses: Mapping[str, Sequence[Diagnosis]], labels: Sequence[Hum
 
 def _judge_calibration(judge: str, table: Mapping[AttemptKeyTuple, Diagnosis],
                        human: Mapping[LabelKeyTuple, str], names: Mapping[str, str],
-                       min_n: int) -> JudgeCalibration:
+                       min_n: int, min_kappa: float = MIN_CALIBRATION_KAPPA) -> JudgeCalibration:
     by_label_key: dict[LabelKeyTuple, list[Diagnosis]] = defaultdict(list)
     for d in table.values():
         by_label_key[(names[d.config_version], d.case_id, d.run_index)].append(d)
@@ -396,14 +437,20 @@ def _judge_calibration(judge: str, table: Mapping[AttemptKeyTuple, Diagnosis],
     note = None
     if n and kappa is None:
         note = "undefined: human and judge used one and the same category throughout"
-    calibrated = n >= min_n
+    if n < min_n:
+        status = f"uncalibrated (n < {min_n})"
+    elif kappa is None or kappa < min_kappa:
+        shown = "undefined" if kappa is None else f"{kappa:.2f}"
+        status = f"uncalibrated (kappa {shown} < {min_kappa:.2f})"
+    else:
+        status = "calibrated"
+    calibrated = status == "calibrated"
     return JudgeCalibration(
         judge=judge,
         judge_versions=sorted({d.judge_version or "unversioned" for d in table.values()}),
         n=n, agreements=agreements, agreement_rate=agreements / n if n else None,
-        kappa=kappa, kappa_note=note,
-        status="calibrated" if calibrated else f"uncalibrated (n < {min_n})",
-        calibrated=calibrated, confusion=_confusion(pairs),
+        kappa=kappa, kappa_ci=kappa_interval(pairs), kappa_note=note,
+        status=status, calibrated=calibrated, confusion=_confusion(pairs),
         labelled_not_diagnosed=missing, ambiguous=ambiguous,
     )
 

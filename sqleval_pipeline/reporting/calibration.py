@@ -26,7 +26,8 @@ def _pct(x: float | None) -> str:
 def _kappa(j: JudgeCalibration | JudgePairDisagreement) -> str:
     if j.kappa is None:
         return "n/a"
-    return f"{j.kappa:.2f}"
+    ci = getattr(j, "kappa_ci", None)
+    return f"{j.kappa:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
 def _key_text(k: AttemptKey) -> str:
@@ -42,7 +43,8 @@ def _summary_rows(report: CalibrationReport) -> list[list[str]]:
     ]
 
 
-_SUMMARY_HEADERS = ["judge", "version", "n", "agreement", "kappa", "status", "labelled, not diagnosed"]
+_SUMMARY_HEADERS = ["judge", "version", "n", "agreement", "kappa [95% CI]", "status",
+                    "labelled, not diagnosed"]
 
 
 def _used_categories(j: JudgeCalibration) -> list[str]:
@@ -70,7 +72,8 @@ def calibration_markdown(report: CalibrationReport) -> str:
     """
     lines = ["## Judge calibration", "",
              f"{report.n_labelled_attempts} labelled attempt(s) from {report.n_labels} label(s) by "
-             f"{len(report.labelers)} labeler(s); a judge is calibrated at n ≥ {report.min_n}. "
+             f"{len(report.labelers)} labeler(s); a judge is calibrated at n ≥ {report.min_n} "
+             f"and kappa ≥ {report.min_kappa:.2f}. "
              "Categories from an uncalibrated judge are not to be trusted.", ""]
     lines += _md_table(_SUMMARY_HEADERS, _summary_rows(report))
     for j in report.judges:
@@ -118,9 +121,9 @@ def render_calibration(report: CalibrationReport, console: Any) -> None:
     from rich.table import Table
 
     summary = Table(title=f"Judge calibration ({report.n_labelled_attempts} labelled attempts, "
-                          f"calibrated at n ≥ {report.min_n})")
+                          f"calibrated at n ≥ {report.min_n} and kappa ≥ {report.min_kappa:.2f})")
     for h in _SUMMARY_HEADERS:
-        summary.add_column(h, justify="right" if h in ("n", "kappa") else "left")
+        summary.add_column(h, justify="right" if h == "n" else "left")
     for j, row in zip(report.judges, _summary_rows(report), strict=True):
         style = None if j.calibrated else "yellow"
         summary.add_row(*row, style=style)

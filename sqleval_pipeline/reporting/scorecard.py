@@ -60,7 +60,9 @@ def _summary_lines(sc: Scorecard) -> list[tuple[str, str]]:
          + f" (discordance {sc.power.discordance:.3f}, {sc.power.discordance_source}; design effect {sc.power.design_effect})"),
     ]
     if sc.failure_histogram is not None:
-        lines.append((f"failure categories ({sc.failure_histogram_judge})",
+        judge = sc.failure_histogram_judge + (f"; {sc.failure_histogram_calibration}"
+                                               if sc.failure_histogram_calibration else "")
+        lines.append((f"failure categories ({judge})",
                       ", ".join(f"{k}: {v}" for k, v in sc.failure_histogram.items()) or "none"))
     return lines
 

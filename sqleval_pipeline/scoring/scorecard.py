@@ -193,6 +193,9 @@ class Scorecard(BaseModel):
     power: PowerAnalysis
     failure_histogram: dict[str, int] | None = None
     failure_histogram_judge: str | None = None
+    #: how far that judge's categories can be trusted: its calibration against human labels
+    #: when the scorecard was built ("calibrated: …", "uncalibrated (n < 20): …", "no labels")
+    failure_histogram_calibration: str | None = None
     failures_diagnosed: Rate | None = None
     bootstrap: BootstrapSpec
     cases: list[CaseResult]

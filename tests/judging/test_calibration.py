@@ -105,7 +105,8 @@ def test_single_category_everywhere_is_handled():
     labels = [label(f"q{i}", "wrong_filter") for i in range(21)]
     j = calibrate({"rules": diagnoses}, labels, config_name_of={"v1": "claude"}).judges[0]
     assert j.agreement_rate == 1.0 and j.kappa is None and "undefined" in j.kappa_note
-    assert j.status == "calibrated"
+    # one category throughout: nothing shows that the judge tells categories apart
+    assert j.status == "uncalibrated (kappa undefined < 0.60)" and not j.calibrated
     assert "n/a" in calibration_markdown(calibrate({"rules": diagnoses}, labels,
                                                    config_name_of={"v1": "claude"}))
 
@@ -246,3 +247,26 @@ def test_load_labels_missing_directory(tmp_path):
     with pytest.raises(LabelError, match="does not exist"):
         load_labels(tmp_path / "nope")
     assert load_labels(tmp_path) == []
+
+
+def test_kappa_threshold_and_interval_against_a_hand_computed_example():
+    """20 attempts, two categories, 10 each for the human; the judge gets 14 right:
+    human a×10, b×10; judge says a for 7 of the a's and for 3 of the b's.
+    p_o = (7 + 7) / 20 = 0.7; judge a×10, b×10, so p_e = (10·10 + 10·10) / 400 = 0.5;
+    kappa = (0.7 − 0.5) / 0.5 = 0.4; SE = sqrt(0.7·0.3 / (20·0.25)) = 0.2049;
+    interval 0.4 ± 1.96·0.2049 = [−0.0017, 0.8017]. Below 0.6: uncalibrated."""
+    a, b = "wrong_table", "wrong_filter"
+    human = [a] * 10 + [b] * 10
+    judge = [a] * 7 + [b] * 3 + [a] * 3 + [b] * 7
+    diagnoses = [diag("rules", f"q{i:02d}", j) for i, j in enumerate(judge)]
+    labels = [label(f"q{i:02d}", h) for i, h in enumerate(human)]
+    j = calibrate({"rules": diagnoses}, labels, config_name_of={"v1": "claude"}).judges[0]
+    assert (j.n, j.agreements) == (20, 14)
+    assert j.kappa == pytest.approx(0.4)
+    low, high = j.kappa_ci
+    assert low == pytest.approx(0.4 - 1.96 * (0.7 * 0.3 / 5) ** 0.5)
+    assert high == pytest.approx(0.4 + 1.96 * (0.7 * 0.3 / 5) ** 0.5)
+    assert j.status == "uncalibrated (kappa 0.40 < 0.60)" and not j.calibrated
+    lenient = calibrate({"rules": diagnoses}, labels, config_name_of={"v1": "claude"},
+                        min_kappa=0.35).judges[0]
+    assert lenient.calibrated and lenient.status == "calibrated"
