@@ -135,6 +135,9 @@ class Configuration(_Strict):
                                 "sqlglot before the guard; both texts are stored")
     judge: Literal["rules", "llm", "none"] = "rules"
     judge_model: str | None = None
+    judge_sees_rows: bool = Field(default=True, description="false: the LLM judge is sent the "
+                                  "questions, SQL texts and a row-free description of the "
+                                  "difference (shapes, column names, counts), never row values")
     active: bool = Field(default=True, description="re-evaluated by the nightly schedule")
     baseline: str | None = Field(default=None, description="name of the configuration to diff and gate against")
     tuned_on_dev: bool = Field(default=False, description="label dev accuracy as tuned")
@@ -213,7 +216,8 @@ class ConfigError(ValueError):
 
 #: fields that do not change what the system under test answers
 NON_DEFINING_FIELDS = ("description", "active", "concurrency", "timeout_s", "max_retries",
-                       "judge", "judge_model", "baseline", "tuned_on_dev", "tuned_on_heldout")
+                       "judge", "judge_model", "judge_sees_rows", "baseline", "tuned_on_dev",
+                       "tuned_on_heldout")
 
 
 def canonical_json(data: Any) -> str:

@@ -203,7 +203,7 @@ def stage_grades(env: Environment, batch: BatchInfo) -> list[Grade]:
 # ---- stage 3b: diagnoses ------------------------------------------------------------------
 
 
-def judges_for(loaded: LoadedConfig) -> list:
+def judges_for(loaded: LoadedConfig, cache_dir: Path | None = None) -> list:
     """The judges a configuration asks for: the rules judge always (unless ``judge: none``),
     plus the LLM judge with ``judge: llm`` (its model pinned by ``judge_model``)."""
     from sqleval_pipeline.judging.rules import RulesJudge
@@ -219,7 +219,8 @@ def judges_for(loaded: LoadedConfig) -> list:
             raise EvaluationError(f"configuration {cfg.name!r}: judge: llm needs judge_model "
                                   "(pinned, and different from the generating model)")
         judges.append(LLMJudge(cfg.judge_model, generator_model=getattr(cfg.generator, "model", None),
-                               timeout_s=cfg.timeout_s, max_retries=cfg.max_retries))
+                               timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,
+                               sees_rows=cfg.judge_sees_rows, cache_dir=cache_dir))
     return judges
 
 
@@ -232,7 +233,7 @@ def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
 
     out_path = env.store.artifact(batch.partition_key, batch.batch_id, "diagnoses.parquet")
     existing = load_artifact(out_path, Diagnosis) or []
-    judges = judges_for(loaded)
+    judges = judges_for(loaded, cache_dir=env.store.root / "judge_cache")
     grades = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
                                              "grades.parquet"), Grade)
     failed = [g for g in grades if is_failure(g)]

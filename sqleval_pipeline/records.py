@@ -190,6 +190,8 @@ class Diagnosis(AttemptKey):
     explanation: str
     judge: str = Field(min_length=1)
     judge_version: str | None = None
+    prompt: str | None = Field(default=None, description="what an LLM judge was sent (the proof "
+                               "of what left the machine, e.g. no row values in client-safe mode)")
 
 
 # --------------------------------------------------------------------------- persistence

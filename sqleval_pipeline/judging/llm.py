@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -152,9 +154,23 @@ def _sample(label: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -
             "rows": shown, "total": len(rows), "shown": len(shown)}
 
 
-def _execution_text(execution: Execution | None) -> str | None:
+def _shape(label: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """A result described without its values (client-safe mode): column names and row count."""
+    return {"label": f"{label} (row values withheld)",
+            "columns": json.dumps(list(columns), ensure_ascii=False), "rows": [],
+            "total": len(rows), "shown": 0}
+
+
+def _execution_text(execution: Execution | None, with_messages: bool = True) -> str | None:
     if execution is None:
         return None
+    if not with_messages:  # codes only: a guard or database message may quote values
+        if execution.status == "refused":
+            return f"refused by the {execution.layer} guard ({execution.reason})"
+        if execution.status == "timeout":
+            return "stopped by the execution time cap"
+        if execution.status == "error":
+            return f"failed ({execution.error_source} error {execution.error_code or ''})".replace(" )", ")")
     if execution.status == "ok":
         n = execution.result.row_count if execution.result is not None else 0
         return f"ran, returned {n} row(s)" + (" (truncated by the result cap)" if execution.truncated else "")
@@ -202,7 +218,8 @@ class LLMJudge:
                  api_key: str | None = None, base_url: str | None = None, timeout_s: float = 60,
                  max_retries: int = 3, generator_model: str | None = None,
                  max_tokens: int = 4096, dialect: str = "DuckDB", base_delay: float = 0.5,
-                 sleep: Callable[[float], object] = time.sleep) -> None:
+                 sleep: Callable[[float], object] = time.sleep, sees_rows: bool = True,
+                 cache_dir: Path | None = None) -> None:
         if not model or not model.strip():
             raise JudgeSetupError("the LLM judge needs a model id (configuration field judge_model)")
         if same_model(model, generator_model):
@@ -229,7 +246,12 @@ class LLMJudge:
                 f"{self.prompt_path}:{exc.lineno}: the judge prompt is not valid Jinja2: {exc.message}"
             ) from exc
         self.name = f"llm:{self.model}"
-        self.version = judge_version(self.prompt_text, self.model)
+        #: False: client-safe mode — no row value leaves the machine (see :meth:`render`)
+        self.sees_rows = sees_rows
+        self.version = judge_version(self.prompt_text + ("" if sees_rows else "\n[rows withheld]"),
+                                     self.model)
+        #: verdicts by content (model, version, prompt): a re-run on the same failure is free
+        self.cache_dir = Path(cache_dir) if cache_dir else None
         self.max_retries = max_retries
         self.max_tokens = max_tokens
         self.dialect = dialect
@@ -255,12 +277,18 @@ class LLMJudge:
         _check_item(item)
         case, attempt, grade = item.case, item.attempt, item.grade
         samples = []
+        sample = _sample if self.sees_rows else _shape
         if case.expected is not None:
-            samples.append(_sample("Expected rows (reference result)", case.expected.columns,
-                                   case.expected.rows))
+            samples.append(sample("Expected rows (reference result)", case.expected.columns,
+                                  case.expected.rows))
         if item.execution is not None and item.execution.result is not None:
             got = item.execution.result.to_json()
-            samples.append(_sample("Rows the system's SQL returned", got["columns"], got["rows"]))
+            samples.append(sample("Rows the system's SQL returned", got["columns"], got["rows"]))
+        mismatch = _cut(grade.mismatch, MAX_MISMATCH_CHARS) if grade.mismatch else None
+        execution = _execution_text(item.execution)
+        if not self.sees_rows:  # the grader's note and error messages quote values
+            mismatch = None
+            execution = _execution_text(item.execution, with_messages=False)
         return self._template.render(
             dialect=self.dialect,
             case_id=case.id, question=case.question, difficulty=case.difficulty, band=case.band,
@@ -268,9 +296,8 @@ class LLMJudge:
             reference_sql=case.reference_sql, alternative_sqls=list(case.alternative_sqls),
             answer_kind=attempt.kind, system_sql=attempt.sql,
             refusal_reason=attempt.refusal_reason or "no reason given",
-            execution=_execution_text(item.execution),
-            outcome=grade.outcome, grade_reason=grade.reason,
-            mismatch=_cut(grade.mismatch, MAX_MISMATCH_CHARS) if grade.mismatch else None,
+            execution=execution,
+            outcome=grade.outcome, grade_reason=grade.reason, mismatch=mismatch,
             samples=samples, max_rows=MAX_SAMPLE_ROWS,
             categories=[{"name": c, "help": CATEGORY_HELP[c]} for c in FAILURE_CATEGORIES],
         )
@@ -284,12 +311,39 @@ class LLMJudge:
             ValueError: the attempt did not fail, or its records do not belong together.
         """
         prompt = self.render(item)
-        verdict, _ = call_with_retries(lambda: self._ask(prompt), max_retries=self.max_retries,
-                                       base_delay=self.base_delay, sleep=self._sleep)
+        verdict = self._cached(prompt)
+        if verdict is None:
+            verdict, _ = call_with_retries(lambda: self._ask(prompt), max_retries=self.max_retries,
+                                           base_delay=self.base_delay, sleep=self._sleep)
+            self._remember(prompt, verdict)
         config_version, case_id, run_index = item.grade.key
         return Diagnosis(config_version=config_version, case_id=case_id, run_index=run_index,
                          category=verdict.category, explanation=verdict.explanation.strip(),
-                         judge=self.name, judge_version=self.version)
+                         judge=self.name, judge_version=self.version, prompt=prompt)
+
+    def _cache_file(self, prompt: str) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        key = hashlib.sha256(f"{self.model}\n{self.version}\n{prompt}".encode()).hexdigest()
+        return self.cache_dir / key[:2] / f"{key}.json"
+
+    def _cached(self, prompt: str) -> JudgeVerdict | None:
+        f = self._cache_file(prompt)
+        if f is None or not f.exists():
+            return None
+        try:
+            return JudgeVerdict.model_validate_json(f.read_text(encoding="utf-8"))
+        except ValueError:
+            return None  # a damaged entry is asked again
+
+    def _remember(self, prompt: str, verdict: JudgeVerdict) -> None:
+        f = self._cache_file(prompt)
+        if f is None:
+            return
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_name(f".{f.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(verdict.model_dump_json(), encoding="utf-8")
+        tmp.replace(f)
 
     def diagnose_all(self, items: Iterable[JudgeInput], *, concurrency: int = 4
                      ) -> tuple[list[Diagnosis], list[tuple[AttemptKeyTuple, ProviderError]]]:

@@ -184,3 +184,44 @@ def test_diagnose_all_collects_failures_in_order(judge, fake_anthropic):
     assert [(key, err.code) for key, err in failures] == [(("cfgv1", "q02", 0), "bad_request")]
     assert fake_anthropic.calls == 5
     assert judge.diagnose_all([]) == ([], [])
+
+
+def test_client_safe_mode_sends_no_row_value_and_stores_what_it_sent(fake_anthropic, waits):
+    """judge_sees_rows: false — the request body (what leaves the machine) holds the question,
+    both SQL texts, column names and row counts, and not one row value; the stored prompt is
+    exactly what was sent; the mode is part of the judge's version."""
+    item = make_item(rows=7)
+    # a mismatch note quoting values, as the grader writes them
+    item = item.model_copy(update={"grade": item.grade.model_copy(update={
+        "mismatch": "missing e.g. ('EXP-ROW-03', 1003.50); unexpected e.g. ('GOT-ROW-01', 8.0)"})})
+    with LLMJudge(JUDGE_MODEL, api_key="k", base_url=fake_anthropic.base_url, timeout_s=5,
+                  generator_model=GENERATOR_MODEL, sleep=waits.append, sees_rows=False) as safe, \
+         LLMJudge(JUDGE_MODEL, api_key="k", base_url=fake_anthropic.base_url, timeout_s=5,
+                  generator_model=GENERATOR_MODEL, sleep=waits.append) as full:
+        fake_anthropic.queue(verdict())
+        d = safe.diagnose(item)
+        sent = json.dumps(fake_anthropic.last.json)
+        assert safe.version != full.version
+    for marker in ("EXP-ROW", "GOT-ROW", "1003.50", "1000.50"):
+        assert marker not in sent, marker
+    assert QUESTION in d.prompt and REFERENCE_SQL in d.prompt and SYSTEM_SQL in d.prompt
+    assert '["day", "revenue_inr"]' in d.prompt and "7 row(s)" in d.prompt
+    assert fake_anthropic.last.json["messages"][0]["content"] == d.prompt
+
+
+def test_verdicts_are_cached_by_content(fake_anthropic, waits, tmp_path):
+    """A second judge over the same failure (a re-run, another batch) makes no call; a
+    different failure does."""
+    kw = dict(api_key="k", base_url=fake_anthropic.base_url, timeout_s=5,
+              generator_model=GENERATOR_MODEL, sleep=waits.append, cache_dir=tmp_path)
+    with LLMJudge(JUDGE_MODEL, **kw) as first:
+        fake_anthropic.queue(verdict("wrong_metric", "summed the gross column"))
+        a = first.diagnose(make_item())
+    with LLMJudge(JUDGE_MODEL, **kw) as again:
+        b = again.diagnose(make_item(config_version="cfgv2"))  # same content, another version
+        assert fake_anthropic.calls == 1
+        assert (b.category, b.explanation) == (a.category, a.explanation)
+        assert b.config_version == "cfgv2"
+        fake_anthropic.queue(verdict("wrong_grain", "groups by year"))
+        c = again.diagnose(make_item(rows=3))  # other rows: another prompt
+    assert fake_anthropic.calls == 2 and c.category == "wrong_grain"
