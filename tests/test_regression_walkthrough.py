@@ -108,3 +108,18 @@ def test_an_in_place_edit_that_makes_things_worse_is_caught_and_traced(serving_s
         grades = _latest(instance, "eval_grades", after.partition_key)
         failing = {r.data["case_id"] for r in grades.metadata["failing_cases"].value.records}
         assert set(expected) <= failing
+
+    # one newly failing case in full, with its diagnosis (as stored for this batch)
+    case = expected[0]
+    diags = pd.read_parquet(new_batch / "diagnoses.parquet")
+    categories = set(diags[(diags["case_id"] == case) & (diags["judge"] == "rules")]["category"])
+    assert categories
+    shown = runner.invoke(app, ["show", case, "-c", str(path), "--json"])
+    assert shown.exit_code == 0, shown.output
+    import json
+
+    doc = json.loads(shown.output)
+    assert doc["partition_key"] == after.partition_key and doc["case"]["id"] == case
+    assert {d["category"] for r in doc["runs"] for d in r["diagnoses"]} == categories
+    text = runner.invoke(app, ["show", case, "-c", str(path)], terminal_width=160)
+    assert text.exit_code == 0 and "diagnosis" in text.output
