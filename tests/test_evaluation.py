@@ -445,10 +445,13 @@ def test_the_llm_judge_runs_inside_stage_diagnoses(env, tmp_path, monkeypatch):
         assert failed and {d.key for d in llm} == failed
         assert {d.key for d in diags if d.judge == "rules"} == failed
         assert all(d.category == "wrong_filter" and d.judge == "llm:claude-opus-4-1" for d in llm)
-        assert fake.calls == len(failed)
+        # one call per distinct failure: runs that gave the same SQL are asked once
+        answers = {(a.case_id, a.run_index): a.sql for a in load_records(folder / "attempts.parquet", Attempt)}
+        distinct = {(k[1], answers[(k[1], k[2])]) for k in failed}
+        assert fake.calls == len(distinct) <= len(failed)
         assert all(r.json["model"] == "claude-opus-4-1" for r in fake.requests)
         ev.stage_diagnoses(env, loaded, res.batch)  # stored verdicts are reused
-        assert fake.calls == len(failed)
+        assert fake.calls == len(distinct)
 
 
 def test_a_second_batch_of_one_version_is_compared_with_the_first(env):

@@ -316,6 +316,9 @@ class LLMJudge:
             verdict, _ = call_with_retries(lambda: self._ask(prompt), max_retries=self.max_retries,
                                            base_delay=self.base_delay, sleep=self._sleep)
             self._remember(prompt, verdict)
+        return self._diagnosis(item, verdict, prompt)
+
+    def _diagnosis(self, item: JudgeInput, verdict: JudgeVerdict, prompt: str) -> Diagnosis:
         config_version, case_id, run_index = item.grade.key
         return Diagnosis(config_version=config_version, case_id=case_id, run_index=run_index,
                          category=verdict.category, explanation=verdict.explanation.strip(),
@@ -361,15 +364,27 @@ class LLMJudge:
         if not batch:
             return [], []
 
-        def one(item: JudgeInput) -> Diagnosis | ProviderError:
+        # identical failures (the same answer in several runs) are one question to the model
+        prompts = [self.render(item) for item in batch]
+        distinct = list(dict.fromkeys(prompts))
+
+        def one(prompt: str) -> JudgeVerdict | ProviderError:
+            cached = self._cached(prompt)
+            if cached is not None:
+                return cached
             try:
-                return self.diagnose(item)
+                verdict, _ = call_with_retries(lambda: self._ask(prompt), max_retries=self.max_retries,
+                                               base_delay=self.base_delay, sleep=self._sleep)
             except ProviderError as exc:
                 return exc
+            self._remember(prompt, verdict)
+            return verdict
 
-        with ThreadPoolExecutor(max_workers=min(concurrency, len(batch)),
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(distinct)),
                                 thread_name_prefix="llm-judge") as pool:
-            results = list(pool.map(one, batch))
+            answers = dict(zip(distinct, pool.map(one, distinct), strict=True))
+        results = [answers[p] if isinstance(answers[p], ProviderError)
+                   else self._diagnosis(item, answers[p], p) for item, p in zip(batch, prompts, strict=True)]
         diagnoses: list[Diagnosis] = []
         failures: list[tuple[AttemptKeyTuple, ProviderError]] = []
         for item, result in zip(batch, results, strict=True):
