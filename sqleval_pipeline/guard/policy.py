@@ -182,9 +182,9 @@ class GuardPolicy(BaseModel):
 
     @property
     def version(self) -> str:
-        """A short content hash of the resolved policy (recorded with every execution)."""
-        data = self.model_dump(mode="json")
-        text = json.dumps(data, sort_keys=True, default=sorted)
+        """A short content hash of the resolved policy (recorded with every execution); the
+        same in every process (sets are sorted: their order depends on the hash seed)."""
+        text = json.dumps(_canonical(self.model_dump()), sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def with_overrides(self, overrides: dict[str, Any] | None) -> GuardPolicy:
@@ -192,6 +192,17 @@ class GuardPolicy(BaseModel):
         if not overrides:
             return self
         return _from_document(_merge(_to_document(self), overrides), base=self)
+
+
+def _canonical(value: Any) -> Any:
+    """Sets and frozensets as sorted lists, recursively (a stable JSON form)."""
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted((_canonical(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True, default=str))
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    return value
 
 
 # --------------------------------------------------------------------------- file format

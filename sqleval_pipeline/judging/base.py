@@ -38,6 +38,9 @@ class JudgeInput(BaseModel):
     attempt: Attempt
     execution: Execution | None
     grade: Grade
+    #: the served tables' column names (table -> columns), when the caller has the catalog: the
+    #: rules judge then knows which columns a table has instead of inferring it from the SQL
+    catalog: dict[str, list[str]] | None = None
 
 
 @runtime_checkable

@@ -8,6 +8,8 @@ import importlib
 import pytest
 
 MODULES = ["sqleval_pipeline.judging.llm", "sqleval_pipeline.judging.calibration",
+           "sqleval_pipeline.judging.rules", "sqleval_pipeline.judging.sql_facts",
+           "sqleval_pipeline.judging.refusals",
            "sqleval_pipeline.reporting.calibration"]
 
 

@@ -50,7 +50,9 @@ def labelling_project(serving_snapshot, tmp_path, monkeypatch):
     proj.select(None)
     result = runner.invoke(app, ["run", "-c", str(root / "evals" / "configs" / "baseline_raw.yaml")])
     assert result.exit_code == 0, result.output
-    return tmp_path, env
+    yield tmp_path, env
+    monkeypatch.undo()  # the environment first, then forget the temporary project
+    proj.select(None)
 
 
 def _expect(fd: int, pattern: str, buf: list[str], timeout: float = 60.0) -> str:

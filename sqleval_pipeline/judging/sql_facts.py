@@ -1,0 +1,309 @@
+"""What one query computes, read off its sqlglot tree (for the rules judge).
+
+:func:`facts` parses a statement once (cached on its text) and records, with column
+qualifiers, output aliases and unquoted identifier case normalised away:
+
+- ``tables``: the base tables read (CTE names are not tables); ``links``: the pairs of tables a
+  join condition connects (``USING`` links the joined table with those before it) and
+  ``join_keys``: each join as the set of its key columns;
+- ``measures``: the output expressions that aggregate (``count(1)`` is ``count(*)``), and
+  ``count_bases``: the table whose rows a ``count(*)`` counts (its scope's FROM table);
+- ``grain``: the GROUP BY expressions, a position (``GROUP BY 1``) or an output alias resolved to
+  the output expression it names; ``order``: ORDER BY resolved the same way (``order_keys``:
+  the columns of each key and its direction), ``limit``, ``distinct``;
+- ``filters``: the WHERE and HAVING conjuncts in a canonical form (``NOT a = b`` is ``a <> b``, a
+  one-value ``IN`` is ``=``, a literal on the left of a comparison moves to the right);
+- ``outputs``: the outermost projection; ``roles``: every column reference by where it is used
+  (measure, grain, filter, output, join) with its table when that is certain (a qualifier, or
+  the only table of its scope);
+- ``text``: the whole statement normalised, to recognise two spellings of one query.
+
+>>> f = facts("SELECT date_trunc('month', o.created_at) AS m, sum(o.amount) FROM orders o "
+...           "WHERE NOT o.state = 'void' GROUP BY 1 ORDER BY m")
+>>> sorted(f.tables), f.grain, sorted(f.measures)
+(['orders'], ("date_trunc('month', created_at)",), ['sum(amount)'])
+>>> f.filters, f.order
+(("state <> 'void'",), ("date_trunc('month', created_at)",))
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+__all__ = ["Facts", "facts", "ParseFailure", "TIME_WORDS", "is_time", "words"]
+
+ParseFailure = (sqlglot.errors.ParseError, sqlglot.errors.TokenError, RecursionError, ValueError)
+#: a filter or column counts as "about time" when its text contains one of these
+TIME_WORDS = ("date", "month", "year", "week", "day", "_ts", "_at", "time", "interval", "quarter")
+_TRUNC_UNIT = re.compile(r"(date_trunc|date_part|datediff|date_diff)\('([A-Za-z]+)'")
+Ref = tuple[str | None, str]  # (table or None when uncertain, column)
+
+
+@dataclass(frozen=True)
+class Facts:
+    tables: frozenset[str]
+    links: frozenset[frozenset[str]]
+    join_keys: frozenset[frozenset[str]]
+    measures: frozenset[str]
+    count_bases: frozenset[str]
+    grain: tuple[str, ...]
+    order: tuple[str, ...]
+    order_keys: tuple[tuple[frozenset[str], bool], ...]
+    limit: int | None
+    distinct: bool
+    filters: tuple[str, ...]
+    filter_columns: dict[str, frozenset[Ref]]
+    outputs: tuple[str, ...]
+    output_names: tuple[str, ...]
+    aliases: frozenset[str]
+    roles: dict[str, frozenset[Ref]]
+    text: str
+
+    @property
+    def aggregates(self) -> bool:
+        """Whether the outermost query aggregates or groups (else it reads rows as they are)."""
+        return bool(self.measures or self.grain)
+
+    def columns(self, role: str) -> frozenset[str]:
+        """Column names used in ``role`` (measure, grain, filter, output, join)."""
+        return frozenset(c for _t, c in self.roles.get(role, ()))
+
+    def known_columns(self) -> frozenset[str]:
+        """Every column name the query reads (a query that ran has each in one of its tables)."""
+        names = {c for role, refs in self.roles.items() if role != "filter" for _t, c in refs}
+        return frozenset(names | (self.columns("filter") - self.aliases))
+
+    def columns_of(self, table: str) -> frozenset[str]:
+        """Columns the query certainly reads from ``table`` (qualified, or its only table)."""
+        return frozenset(c for refs in self.roles.values() for t, c in refs if t == table)
+
+
+def words(text: str) -> set[str]:
+    """Lower-case word pieces of an identifier or phrase (``payment_method`` → payment, method)."""
+    return {w for w in re.split(r"[^a-z0-9]+", text.lower()) if len(w) > 1}
+
+
+def is_time(text: str) -> bool:
+    t = text.lower()
+    return any(w in t for w in TIME_WORDS)
+
+
+def show(node: exp.Expression) -> str:
+    """Display text of an already normalised node (lower-case functions and date units)."""
+    text = node.sql("duckdb", normalize_functions="lower")
+    return _TRUNC_UNIT.sub(lambda m: f"{m.group(1)}('{m.group(2).lower()}'", text)
+
+
+def _bare(node: exp.Expression) -> exp.Expression:
+    """A copy without column qualifiers or an output alias, ``count(1)`` as ``count(*)``."""
+    node = node.unalias().copy() if isinstance(node, exp.Alias) else node.copy()
+    for col in node.find_all(exp.Column):
+        for part in ("table", "db", "catalog"):
+            col.set(part, None)
+    for cnt in node.find_all(exp.Count):
+        arg = cnt.this
+        if isinstance(arg, exp.Literal) and not arg.is_string:
+            cnt.set("this", exp.Star())
+    return node
+
+
+def _plain(tree: exp.Expression) -> exp.Expression:
+    """The statement without qualifiers, table aliases or output aliases (for equal spellings)."""
+    tree = _bare(tree)
+    for sel in list(tree.find_all(exp.Select)):
+        projections = list(sel.expressions)
+        group = sel.args.get("group")
+        for g in list(group.expressions) if group is not None else []:
+            g.replace(_resolve(g, projections).copy())
+        order = sel.args.get("order")
+        for o in list(order.expressions) if order is not None else []:
+            o.this.replace(_resolve(o.this, projections).copy())
+    for table in tree.find_all(exp.Table):
+        table.set("alias", None)
+    for alias in list(tree.find_all(exp.Alias)):
+        if isinstance(alias.parent, exp.Select):
+            alias.replace(alias.this)
+    return tree
+
+
+_FLIP = {exp.GT: exp.LT, exp.LT: exp.GT, exp.GTE: exp.LTE, exp.LTE: exp.GTE, exp.EQ: exp.EQ,
+         exp.NEQ: exp.NEQ}
+
+
+def _canonical(pred: exp.Expression) -> exp.Expression:
+    pred = _bare(pred)
+    if isinstance(pred, exp.Not) and isinstance(pred.this, exp.EQ):
+        pred = exp.NEQ(this=pred.this.this, expression=pred.this.expression)
+    if isinstance(pred, exp.In) and len(pred.expressions) == 1 and not pred.args.get("query"):
+        pred = exp.EQ(this=pred.this, expression=pred.expressions[0])
+    elif isinstance(pred, exp.In):
+        pred.set("expressions", sorted(pred.expressions, key=lambda e: e.sql()))
+    flip = _FLIP.get(type(pred))
+    if flip and isinstance(pred.this, exp.Literal) and not isinstance(pred.expression, exp.Literal):
+        pred = flip(this=pred.expression, expression=pred.this)
+    return pred
+
+
+def _conjuncts(cond: exp.Expression | None) -> list[exp.Expression]:
+    if cond is None:
+        return []
+    if isinstance(cond, exp.And):
+        return _conjuncts(cond.left) + _conjuncts(cond.right)
+    if isinstance(cond, exp.Paren):
+        return _conjuncts(cond.this)
+    return [cond]
+
+
+def _resolve(item: exp.Expression, projections: list[exp.Expression]) -> exp.Expression:
+    """A GROUP BY / ORDER BY item with a position or an output alias replaced by what it names."""
+    if isinstance(item, exp.Literal) and not item.is_string:
+        try:
+            i = int(item.this)
+        except ValueError:
+            return item
+        if 1 <= i <= len(projections):
+            return projections[i - 1].unalias()
+        return item
+    if isinstance(item, exp.Column) and not item.table:
+        for p in projections:
+            if isinstance(p, exp.Alias) and p.alias == item.name and not (
+                    isinstance(p.this, exp.Column) and p.this.name == item.name):
+                return p.this
+    return item
+
+
+class _Reader:
+    def __init__(self, tree: exp.Expression):
+        self.cte_names = {c.alias_or_name for c in tree.find_all(exp.CTE)}
+        self.tables: set[str] = set()
+        self.links: set[frozenset[str]] = set()
+        self.join_keys: set[frozenset[str]] = set()
+        self.measures: set[str] = set()
+        self.count_bases: set[str] = set()
+        self.grain: list[str] = []
+        self.filters: list[str] = []
+        self.filter_columns: dict[str, frozenset[Ref]] = {}
+        self.roles: dict[str, set[Ref]] = {}
+
+    def table_of(self, scope: Scope, col: exp.Column) -> str | None:
+        if col.table:
+            src = scope.sources.get(col.table)
+            return src.name if isinstance(src, exp.Table) and src.name not in self.cte_names else None
+        tables = [s for s in scope.sources.values() if isinstance(s, exp.Table)]
+        if len(scope.sources) == 1 and len(tables) == 1 and tables[0].name not in self.cte_names:
+            return tables[0].name
+        return None
+
+    def refs(self, scope: Scope, node: exp.Expression) -> set[Ref]:
+        return {(self.table_of(scope, c), c.name) for c in node.find_all(exp.Column)
+                if not isinstance(c.this, exp.Star)}
+
+    def note(self, role: str, refs: set[Ref]) -> None:
+        self.roles.setdefault(role, set()).update(refs)
+
+    def read(self, scope: Scope) -> None:
+        sel = scope.expression
+        own = {k: v.name for k, v in scope.sources.items()
+               if isinstance(v, exp.Table) and v.name not in self.cte_names}
+        self.tables.update(own.values())
+        if not isinstance(sel, exp.Select):
+            return
+        projections = list(sel.expressions)
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        base = from_.this if from_ is not None else None
+        base_name = base.name if isinstance(base, exp.Table) and base.name not in self.cte_names else None
+        before = [base_name] if base_name else []
+        for join in sel.args.get("joins") or []:
+            right = join.this.name if isinstance(join.this, exp.Table) else None
+            on, using = join.args.get("on"), join.args.get("using")
+            if using:
+                self.join_keys.add(frozenset(u.name for u in using))
+                self.links.update(frozenset({right, b}) for b in before if right and b != right)
+            elif on is not None:
+                refs = self.refs(scope, on)
+                self.note("join", refs)
+                keys = [frozenset({c.this.name if isinstance(c.this, exp.Column) else show(_bare(c.this)),
+                                   c.expression.name if isinstance(c.expression, exp.Column)
+                                   else show(_bare(c.expression))})
+                        for c in _conjuncts(on) if isinstance(c, exp.EQ)]
+                self.join_keys.update(keys)
+                ts = sorted({t for t, _c in refs if t})
+                self.links.update(frozenset({a, b}) for a in ts for b in ts if a < b)
+            if right:
+                before.append(right)
+        for p in projections:
+            aggs = list(p.find_all(exp.AggFunc))
+            if aggs:
+                self.measures.add(show(_bare(p)))
+                self.note("measure", set().union(*(self.refs(scope, a) for a in aggs)))
+                if base_name and any(isinstance(a, exp.Count) and isinstance(a.this, exp.Star)
+                                     or isinstance(a, exp.Count) and isinstance(a.this, exp.Literal)
+                                     for a in aggs):
+                    self.count_bases.add(base_name)
+            else:
+                self.note("output", self.refs(scope, p))
+        group = sel.args.get("group")
+        if group is not None:
+            for g in group.expressions:
+                r = _resolve(g, projections)
+                self.grain.append(show(_bare(r)))
+                self.note("grain", self.refs(scope, r))
+        for clause in ("where", "having"):
+            node = sel.args.get(clause)
+            for c in _conjuncts(node.this if node is not None else None):
+                text = show(_canonical(c))
+                if text not in self.filters:
+                    self.filters.append(text)
+                refs = self.refs(scope, c)
+                self.filter_columns[text] = frozenset(refs)
+                self.note("filter", refs)
+
+
+def _limit(tree: exp.Expression) -> int | None:
+    limit = tree.args.get("limit")
+    if isinstance(limit, exp.Limit) and isinstance(limit.expression, exp.Literal):
+        try:
+            return int(limit.expression.this)
+        except ValueError:
+            return None
+    return None
+
+
+@lru_cache(maxsize=4096)
+def facts(sql: str) -> Facts:
+    """The facts of one DuckDB statement (parsed once per distinct text; raises on a parse error)."""
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    if tree is None:
+        raise ValueError("empty statement")
+    tree = normalize_identifiers(tree, dialect="duckdb")
+    reader = _Reader(tree)
+    for scope in traverse_scope(tree):
+        reader.read(scope)
+    outer = tree if isinstance(tree, exp.Select) else next(tree.find_all(exp.Select), None)
+    projections = list(outer.expressions) if outer is not None else []
+    order_node = tree.args.get("order")
+    ordered = [(_resolve(o.this, projections), bool(o.args.get("desc")))
+               for o in (order_node.expressions if order_node is not None else [])]
+    order = tuple(show(_bare(e)) + (" desc" if desc else "") for e, desc in ordered)
+    order_keys = tuple((frozenset(c.name for c in e.find_all(exp.Column)), desc) for e, desc in ordered)
+    return Facts(
+        tables=frozenset(reader.tables), links=frozenset(reader.links),
+        join_keys=frozenset(reader.join_keys), measures=frozenset(reader.measures),
+        count_bases=frozenset(reader.count_bases), grain=tuple(dict.fromkeys(reader.grain)),
+        order=order, order_keys=order_keys, limit=_limit(tree),
+        distinct=bool(outer is not None and outer.args.get("distinct")),
+        filters=tuple(reader.filters), filter_columns=reader.filter_columns,
+        outputs=tuple(show(_bare(p)) for p in projections),
+        output_names=tuple(p.alias_or_name for p in projections),
+        aliases=frozenset(p.alias for p in projections if isinstance(p, exp.Alias) and not (
+            isinstance(p.this, exp.Column) and p.this.name == p.alias)),
+        roles={k: frozenset(v) for k, v in reader.roles.items()},
+        text=show(_plain(tree)),
+    )
