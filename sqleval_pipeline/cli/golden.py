@@ -222,3 +222,152 @@ def golden_stats(golden: GoldenPath = None,
     for row in stats_rows(gs.cases, project().difficulties):
         t.add_row(*row)
     console.print(t)
+
+
+@golden_app.command("propose")
+def golden_propose(
+    n: Annotated[int, typer.Option("-n", "--count", min=1, max=500,
+                                   help="How many proposals to add")] = 10,
+    config: Annotated[Optional[Path], typer.Option("-c", "--config", help="A model "
+                      "configuration (anthropic, openai): its model writes each question; "
+                      "without one, or with another kind, the templates' questions are kept")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the choice among the drafts (same seed, "
+                                      "same golden set and snapshot: same proposals)")] = 0,
+    file: Annotated[Optional[Path], typer.Option("--file", help="Golden file the proposals are "
+                                                 "added to (default: <golden>/proposed.jsonl)")] = None,
+    max_rows: Annotated[int, typer.Option(help="Drop a query returning more rows")] = 50,
+) -> None:
+    """Propose new cases SQL-first: queries written from the served schema and the project's
+    semantic definitions, run through the guard, described as questions, added with status
+    generated (execution-only until `sqleval golden review` accepts them)."""
+    from sqleval_pipeline.golden.dedup import read_rejected, rejected_path, rejected_records
+    from sqleval_pipeline.golden.propose import append_proposals, propose
+    from sqleval_pipeline.golden.vocabulary import vocabulary
+
+    proj = project()
+    pinned_id, manifest, serving = pinned()
+    target = file or proj.golden_dir / "proposed.jsonl"
+    existing = list(load_golden_or_fail(proj.golden_dir).cases) if proj.golden_dir.exists() else []
+    in_set = proj.golden_dir.exists() and target.resolve().parent == proj.golden_dir.resolve()
+    if target.exists() and not in_set:
+        existing += load_golden_or_fail(target).cases
+    try:
+        rejected = rejected_records(proj.golden_dir) if proj.golden_dir.exists() else []
+        if not in_set:
+            rejected += read_rejected(rejected_path(target))
+    except ValueError as exc:
+        fail(str(exc))
+    writer, proposer = _question_writer(config, proj)
+    from sqleval_pipeline.generation.context import load_catalog
+    from sqleval_pipeline.glossary import GlossaryError, project_glossary
+    from sqleval_pipeline.guard.executor import GuardedExecutor
+    from sqleval_pipeline.guard.policy import project_policy
+
+    try:
+        glossary = project_glossary(proj)
+    except GlossaryError as exc:
+        fail(str(exc))
+    catalog = load_catalog(serving, manifest.as_of, models_dir=proj.models_dir,
+                           schema=manifest.serving_schema)
+    vocab = vocabulary(catalog, glossary)
+    before = target.read_bytes() if target.exists() else None
+    with GuardedExecutor(serving, as_of=manifest.as_of, policy=project_policy(proj, manifest)) \
+            as guard, console.status(f"proposing {n} case(s) on {pinned_id} …"):
+        report = propose(
+            n, vocab=vocab, execute=lambda sql: guard.execute(sql, limit=max_rows + 1),
+            as_of=manifest.as_of, seed=seed, existing=existing, rejected=rejected,
+            difficulties=proj.difficulties, clusters=proj.taxonomy["clusters"],
+            default_cluster=proj.spec.taxonomy.default_cluster, proposer=proposer,
+            writer=writer, schema_of=lambda t: catalog.render(curated=True, only=[t]),
+            max_rows=max_rows, snapshot_id=pinned_id)
+    if writer is not None:
+        writer.close()
+        for f in writer.failures[:3]:
+            err.print(f"[yellow]warning:[/] the model did not answer ({f}); the template's "
+                      "question was kept", highlight=False)
+    from sqleval_pipeline.golden.importing import ImportAborted
+
+    try:
+        append_proposals(target, before, [p.case for p in report.proposals])
+    except ImportAborted as exc:
+        fail(str(exc))
+    t = Table(title=f"{len(report.proposals)} proposal(s) added to {target} (status generated)")
+    for col in ("case", "difficulty", "cluster", "rows", "question"):
+        t.add_column(col)
+    from rich.markup import escape
+
+    for p in report.proposals:
+        t.add_row(p.case.id, p.case.difficulty, p.case.cluster, str(len(p.preview.rows)),
+                  escape(p.case.question))
+    console.print(t)
+    dropped = ", ".join(f"{why}: {k}" for why, k in report.dropped.most_common())
+    console.print(f"{report.tried} queries run through the guard in {report.seconds:.1f} s"
+                  + (f"; dropped {dropped}" if dropped else ""), highlight=False)
+    if len(report.proposals) < n:
+        err.print(f"[yellow]only {len(report.proposals)} new proposal(s) found[/] (the rest "
+                  "are in the golden set, were rejected, or make poor answers)")
+    console.print("next: `sqleval golden review` to accept, edit or reject them; until then "
+                  "they get an execution-only score and count in no accuracy")
+
+
+def _question_writer(config: Path | None, proj):
+    """(writer, proposer name): a model writer for anthropic/openai configurations, else none."""
+    if config is None:
+        return None, "template"
+    from sqleval_pipeline.configs import ConfigError, load_config
+    from sqleval_pipeline.golden.describe import model_writer
+    from sqleval_pipeline.providers import ProviderError
+
+    try:
+        writer = model_writer(load_config(config, project=proj))
+    except (ConfigError, ProviderError) as exc:
+        fail(str(exc))
+    if writer is None:
+        console.print(f"{config.name} is not a model configuration: the templates write the "
+                      "questions")
+        return None, "template"
+    return writer, f"template+{writer.name}"
+
+
+@golden_app.command("review")
+def golden_review(
+    reviewer: Annotated[Optional[str], typer.Option(envvar="SQLEVAL_REVIEWER", help="Who reviews "
+                                                    "(default: the login name)")] = None,
+    files: Annotated[Optional[list[Path]], typer.Option("--file", help="Golden file to review "
+                                                        "(repeatable; default: every one)")] = None,
+) -> None:
+    """Review unverified and generated cases one by one: accept (freeze, verified), edit,
+    reject with a reason, skip or quit. Each decision is saved at once; run it again to go on."""
+    import getpass
+
+    from rich.markup import escape
+
+    from sqleval_pipeline.golden.loader import golden_files
+    from sqleval_pipeline.golden.review import ReviewContext, review
+    from sqleval_pipeline.guard.executor import GuardedExecutor
+    from sqleval_pipeline.guard.policy import project_policy
+
+    proj = project()
+    pinned_id, manifest, serving = pinned()
+    golden = golden_files(proj.golden_dir) if proj.golden_dir.exists() else []
+    targets = [f.resolve() for f in files] if files else golden
+    missing = [str(f) for f in targets if not f.exists()]
+    if missing:
+        fail(f"no such golden file: {', '.join(missing)}")
+    if not targets:
+        fail(f"no golden file in {proj.golden_dir}: add cases with `sqleval golden propose`, "
+             "`import` or `add` first")
+    for f in dict.fromkeys([*golden, *targets]):
+        load_golden_or_fail(f)
+    who = reviewer or getpass.getuser()
+    with GuardedExecutor(serving, as_of=manifest.as_of, policy=project_policy(proj, manifest),
+                         pool_size=1) as guard:
+        ctx = ReviewContext(files=targets, golden=golden, guard=guard, serving=serving,
+                            snapshot_id=pinned_id, as_of=manifest.as_of, reviewer=who,
+                            difficulties=proj.difficulties, clusters=proj.taxonomy["clusters"])
+        try:
+            review(ctx, lambda prompt: console.input(escape(prompt)), console)
+        except KeyboardInterrupt:
+            console.print("\ninterrupted: every decision so far is saved; `sqleval golden "
+                          "review` goes on at the next undecided case")
+            raise typer.Exit(130) from None

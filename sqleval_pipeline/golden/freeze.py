@@ -212,6 +212,8 @@ def verify_cases(cases: list[Case], serving: Path, snapshot_id: str, as_of: dt.d
             if not case.answerable or not case.reference_sql:
                 continue
             if case.expected is None:
+                if case.status != "verified":
+                    continue  # not reviewed: execution-only until a reviewer accepts and freezes it
                 drifts.append(Drift(case.id, "expected", "not frozen; run `sqleval golden freeze`"))
                 continue
             if case.snapshot_id != snapshot_id:

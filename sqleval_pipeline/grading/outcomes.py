@@ -178,7 +178,9 @@ def grade_attempt(
       guard then blocked it: the system did not decline);
     - answerable case: a refusal → DEFERRED_WRONGLY; guard refusal, timeout, SQL error or a
       truncated result → WRONG; rows → CORRECT / CORRECT_FACTS / WRONG by :func:`compare`;
-    - a case without a frozen expected result gets no outcome (execution-only score).
+    - a case without a frozen expected result gets no outcome (execution-only score);
+    - a ``generated`` or ``unverified`` case (not reviewed yet) never gets an outcome:
+      execution-only, whatever its attempt did.
     """
     if attempt.key[1] != case.id:
         raise ValueError(f"attempt is for case {attempt.case_id!r}, not {case.id!r}")
@@ -208,6 +210,15 @@ def grade_attempt(
         if execution.status == "error" and execution.error_source == "harness":
             return g("ERROR", f"harness_error:{execution.error_code or 'unknown'}", mismatch=execution.error_message)
     executed = None if attempt.kind != "sql" else execution.status == "ok"  # type: ignore[union-attr]
+
+    if case.status in ("generated", "unverified"):
+        # not reviewed (machine-written or imported without a reviewer): never graded,
+        # whatever it holds (even a frozen result nobody checked); every attempt
+        # goes to the execution-only line and none to an accuracy (docs/golden-set.md)
+        if executed:
+            return g(None, "unverified_execution_only", executed=True)
+        how = "declined" if attempt.kind == "refusal" else execution.status  # type: ignore[union-attr]
+        return g(None, f"generated_not_executed:{how}", executed=executed)
 
     if not case.answerable:
         if attempt.kind == "refusal":

@@ -56,6 +56,8 @@ RULES: dict[str, Any] = {
     "rows": "multiset; order only with order_matters, ties on order_keys free",
     "facts_columns": "distinct candidate per expected column, rows aligned",
     "truncated_result": "wrong",
+    "unreviewed_cases": "generated and unverified cases get no outcome: execution-only, "
+                        "shown beside accuracy, never in it",
 }
 
 
