@@ -14,11 +14,12 @@ export DBT_SEND_ANONYMOUS_USAGE_STATS := false
 export DO_NOT_TRACK := 1
 export NO_PROXY := 127.0.0.1,localhost
 
-.PHONY: demo test install ui bench clean help
+.PHONY: demo test test-browser install ui bench clean help
 
 help:
 	@echo "make demo   build the warehouse and snapshot, verify the golden set, run the main job"
 	@echo "make test   run the test suite (installs .venv from requirements.lock when missing)"
+	@echo "make test-browser  open the HTML report in headless Chromium (installs Debian's chromium when missing)"
 	@echo "make ui     open the Dagster UI on the instance the CLI records runs in (HOST, PORT, SQLEVAL_PROJECT)"
 	@echo "make bench  run the benchmarks under benchmarks/"
 	@echo "make clean  remove the demo's build outputs (.sqleval, dbt target and logs); keeps .venv"
@@ -36,6 +37,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# the browser tests (pytest -m browser) are skipped by `make test` wherever /usr/bin/chromium is absent
+test-browser: $(STAMP)
+	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	$(BIN)/python -m pytest -q -m browser
 
 ui: $(STAMP)
 	@dh="$(DAGSTER_HOME_DIR)"; mkdir -p "$$dh"; \

@@ -5,8 +5,10 @@ configuration version, the case itself (question, metadata, reference SQL, the f
 result) and every run of it: the system's answer, the guarded execution, the grade and the
 judges' diagnoses, read from the batch's stored artifacts (see :mod:`sqleval_pipeline.store`).
 Results are bounded to ``max_rows`` rows and keep their total row count. Nothing is recomputed
-and nothing is written. :func:`resolve_config` and :func:`check_partition` turn what a person
-typed into a configuration version (``<name>@<hash8>``).
+and nothing is written. :func:`batch_details` gives every case of one batch at once, reading
+each artifact once (the HTML report's drill-down). :func:`resolve_config` and
+:func:`check_partition` turn what a person typed into a configuration version
+(``<name>@<hash8>``).
 
 The result is a plain pydantic model (:class:`CaseDetail`): the CLI renders it with rich
 (:mod:`sqleval_pipeline.reporting.case`) or prints it as JSON. Values in rows keep the
@@ -326,8 +328,11 @@ def _of_case(records: list | None, case_id: str) -> dict[int, Any]:
 
 
 def _notes(env: Environment, batch: BatchInfo, grades: dict[int, Grade], graded: bool) -> list[str]:
+    return _batch_notes(env, batch, graded) + _grader_notes(grades)
+
+
+def _batch_notes(env: Environment, batch: BatchInfo, graded: bool) -> list[str]:
     from sqleval_pipeline.generation.runner import golden_hash
-    from sqleval_pipeline.grading import GRADER_VERSION
 
     notes = []
     if batch.status != "complete":
@@ -342,11 +347,15 @@ def _notes(env: Environment, batch: BatchInfo, grades: dict[int, Grade], graded:
                      "the current one, the grades were made against the case as it was")
     if not graded:
         notes.append("this batch has no grades yet: finish it with `sqleval run`")
-    old = sorted({g.grader_version for g in grades.values()} - {GRADER_VERSION})
-    if old:
-        notes.append(f"graded by grader {', '.join(old)}; the current grader is {GRADER_VERSION} "
-                     "(`sqleval run` grades the batch again)")
     return notes
+
+
+def _grader_notes(grades: dict[int, Grade]) -> list[str]:
+    from sqleval_pipeline.grading import GRADER_VERSION
+
+    old = sorted({g.grader_version for g in grades.values()} - {GRADER_VERSION})
+    return [f"graded by grader {', '.join(old)}; the current grader is {GRADER_VERSION} "
+            "(`sqleval run` grades the batch again)"] if old else []
 
 
 def case_detail(env: Environment, case_id: str, partition_key: str, batch_id: str | None = None,
@@ -385,6 +394,47 @@ def case_detail(env: Environment, case_id: str, partition_key: str, batch_id: st
     for d in load_artifact(art("diagnoses.parquet"), Diagnosis) or []:
         if d.case_id == case_id:
             diagnoses.setdefault(d.run_index, []).append(d)
+    return _detail(partition_key, case, batch, attempts, executions, grades, diagnoses, max_rows,
+                   _notes(env, batch, grades, graded))
+
+
+def batch_details(env: Environment, partition_key: str, batch_id: str | None = None,
+                  max_rows: int = DEFAULT_MAX_ROWS) -> list[CaseDetail]:
+    """Every case of batch ``batch_id`` (default: the newest complete batch) of configuration
+    version ``partition_key``, as :func:`case_detail` gives one, reading each stored artifact
+    once. Cases with no stored attempt, or no longer in the golden set, are left out (the
+    caller compares with the batch's ``case_ids``); ordered like the batch's cases."""
+    from sqleval_pipeline.evaluation import load_artifact
+
+    if max_rows < 0:
+        raise ShowError(f"--max-rows must be 0 or more, not {max_rows}")
+    batch = _pick_batch(env, partition_key, batch_id)
+
+    def grouped(name: str, model: type[_M], many: bool = False) -> dict[str, dict[int, Any]]:
+        out: dict[str, dict[int, Any]] = {}
+        for r in load_artifact(env.store.artifact(partition_key, batch.batch_id, name), model) or []:
+            runs = out.setdefault(r.case_id, {})
+            if many:
+                runs.setdefault(r.run_index, []).append(r)
+            else:
+                runs[r.run_index] = r
+        return out
+
+    attempts, executions = grouped("attempts.parquet", Attempt), grouped("executions.parquet", Execution)
+    grades, diagnoses = grouped("grades.parquet", Grade), grouped("diagnoses.parquet", Diagnosis, True)
+    common = _batch_notes(env, batch, env.store.artifact(partition_key, batch.batch_id,
+                                                          "grades.parquet").exists())
+    cases = {c.id: c for c in env.cases}
+    return [_detail(partition_key, cases[cid], batch, attempts[cid], executions.get(cid, {}),
+                    grades.get(cid, {}), diagnoses.get(cid, {}), max_rows,
+                    common + _grader_notes(grades.get(cid, {})))
+            for cid in batch.case_ids if cid in cases and cid in attempts]
+
+
+def _detail(partition_key: str, case: Case, batch: BatchInfo, attempts: dict[int, Attempt],
+            executions: dict[int, Execution], grades: dict[int, Grade],
+            diagnoses: dict[int, list[Diagnosis]], max_rows: int, notes: list[str]) -> CaseDetail:
+    """One case's detail from its records in one batch, keyed by run index."""
     runs = [RunDetail(
         run_index=i, answer=_copy(AnswerDetail, a),
         execution=_execution(executions[i], max_rows) if i in executions else None,
@@ -399,6 +449,6 @@ def case_detail(env: Environment, case_id: str, partition_key: str, batch_id: st
         case=_case_info(case, max_rows),
         batch=_copy(BatchSummary, batch, cases=len(batch.case_ids)),
         outcomes={o: counts[o] for o in OUTCOMES},
-        runs=runs, notes=_notes(env, batch, grades, graded),
+        runs=runs, notes=notes,
     )
 

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from sqleval_pipeline.cli import build as build_cmds
-from sqleval_pipeline.cli import evaluate, golden, init, show, ui
+from sqleval_pipeline.cli import evaluate, golden, init, report, show, ui
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Evaluate a text-to-SQL system on pinned data, with hard guardrails.")
@@ -42,6 +42,8 @@ app.command("build")(build_cmds.build)
 app.command("run")(evaluate.run)
 app.command("demo")(evaluate.demo)
 app.command("show")(show.show)
+app.command("report")(report.report)
+app.command("export")(report.export)
 app.command("ui")(ui.ui)
 app.add_typer(build_cmds.warehouse_app, name="warehouse")
 app.add_typer(build_cmds.snapshot_app, name="snapshot")

@@ -1,6 +1,7 @@
 """``sqleval guardrails``: run the hostile suite against the guard.
 
     sqleval guardrails run [--cases FILE ...] [--json OUT] [--snapshot PATH] [--timeout S]
+    sqleval guardrails report [-o FILE.html]
 
 Runs the project's suite (the bundled templates instantiated over its served tables and
 sensitive models, or the project's own files) or the given files on the pinned serving
@@ -204,3 +205,21 @@ def check(sql: Annotated[str, typer.Argument(help="SQL text to check")],
     label = "refused" if r.status == "refused" else f"{r.status}"
     console.print(f"[red]{label}[/] {escape(str(r.reason))}: {escape(str(r.message))}", highlight=False)
     raise typer.Exit(1)
+
+
+@app.command("report")
+def report(out: Annotated[Optional[Path], typer.Option("--out", "-o", help="HTML file to write (default: "
+                                                       "<build>/reports/guardrails.html)")] = None) -> None:
+    """Write the security evidence pack as one self-contained HTML file: the guard policy in
+    force, the database settings read back from DuckDB, every hostile case of the last suite
+    run with the layer that stopped it, and the snapshot checksum before and after."""
+    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.project import ProjectError, current
+    from sqleval_pipeline.reporting.html.evidence import write_evidence
+
+    try:
+        project = current()
+        path = write_evidence(ev.environment(project), out or project.home.root / "reports" / "guardrails.html")
+    except (ProjectError, ev.EvaluationError, ValueError) as exc:
+        _fail(str(exc))
+    console.print(f"evidence pack written to {path}", markup=False, highlight=False)
