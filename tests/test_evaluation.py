@@ -1,6 +1,7 @@
 """The evaluation stages end to end on the offline baseline, through the core and through Dagster."""
 
 import shutil
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -87,6 +88,8 @@ def test_partitioned_assets_materialize_through_dagster(serving_snapshot, tmp_pa
     folder = home.store / "runs" / loaded.partition_key / batch_ids.pop()
     assert summary.materialized["eval_grades"]["grades_parquet"] == str(folder / "grades.parquet")
     assert (folder / "grades.parquet").exists() and (folder / "inputs.json").exists()
+    page = Path(summary.materialized["eval_scorecard"]["report"])  # the HTML report, linked
+    assert page == folder / "report.html" and loaded.partition_key in page.read_text()
     with dg.DagsterInstance.get() as instance:
         assert loaded.partition_key in instance.get_dynamic_partitions("config_versions")
         run = instance.get_run_by_id(summary.run_id)

@@ -167,5 +167,10 @@ def demo() -> None:
     stored = ev.calibration_path(_environment())
     if stored.exists():  # written by the judge_calibration asset that just ran
         render_calibration(CalibrationReport.model_validate_json(stored.read_text()), console)
+    from sqleval_pipeline.reporting.html import write_report
+
+    report = write_report(_environment(), None, proj.home.root / "reports" / "report.html")
+    console.print(f"[bold]report:[/] {report} ({report.stat().st_size / 1e6:.1f} MB, one "
+                  "self-contained HTML file: open it in a browser, offline)")
     console.print(f"Dagster runs are recorded in {proj.home.dagster_home}: `sqleval ui` (or "
                   "`make ui`) to browse them and follow lineage from a scorecard to the rows.")

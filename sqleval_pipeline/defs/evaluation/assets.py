@@ -139,8 +139,16 @@ def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> d
     overall = card.overall
     split = {f"accuracy_{name} (%)": md.pct(s.accuracy.value if s.accuracy else None)
              for name, s in sorted(card.by_split.items())}
+    report = {}
+    try:  # the page a person opens: this version's scorecard, comparisons and cases
+        from sqleval_pipeline.reporting.html import write_report
+
+        out = env.store.artifact(batch.partition_key, batch.batch_id, "report.html")
+        report = {"report": dg.MetadataValue.path(str(write_report(env, [batch.partition_key], out)))}
+    except Exception as exc:  # noqa: BLE001 - the scorecard stands without its page
+        context.log.warning(f"HTML report not written: {exc}")
     return dg.MaterializeResult(metadata={
-        **_where(env, batch, "scorecard.json"),
+        **_where(env, batch, "scorecard.json"), **report,
         "accuracy (%)": md.pct(overall.accuracy.value if overall.accuracy else None),
         "strict_accuracy (%)": md.pct(overall.strict_accuracy.value
                                       if overall.strict_accuracy else None),
