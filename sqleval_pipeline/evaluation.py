@@ -64,8 +64,9 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
         template = None
         if cfg.generator.kind in ("anthropic", "openai"):
             template = env.project.root / cfg.context.prompt_template
-        builder = ContextBuilder(catalog, cfg.context, glossary, env.cases, template, cfg.dialect)
         generator = make_generator(loaded, catalog, glossary, root=env.project.root)
+        builder = ContextBuilder(catalog, cfg.context, glossary, env.cases, template, cfg.dialect,
+                                 retrieval=getattr(generator, "reads_context", True))
     try:
         return run_attempts(
             store=env.store, info=info, cases=cases, generator=generator, builder=builder,

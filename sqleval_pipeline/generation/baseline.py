@@ -104,6 +104,9 @@ class Unmappable(Exception):
 class BaselineGenerator:
     """Deterministic text-to-SQL over the catalog; ``glossary=None`` means curation off."""
 
+    #: it reads the question only (its catalog and glossary are its own): no retrieval
+    reads_context = False
+
     def __init__(self, catalog: SchemaCatalog, glossary: Glossary | None = None,
                  name: str | None = None):
         self.catalog = catalog

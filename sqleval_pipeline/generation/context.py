@@ -14,8 +14,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import math
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -160,41 +162,42 @@ class Doc:
 
 
 class BM25:
-    """A small Okapi BM25 over pre-tokenized documents (k1=1.2, b=0.75)."""
+    """A small Okapi BM25 over pre-tokenized documents (k1=1.2, b=0.75), with an inverted
+    index: scoring a query touches only the documents that share a token with it, and the top
+    ``k`` are picked with a heap — the cost grows with the matches, not with the corpus."""
 
     def __init__(self, docs: list[Doc], k1: float = 1.2, b: float = 0.75):
         self.docs = docs
-        self.toks = [tokens(d.text) for d in docs]
+        toks = [tokens(d.text) for d in docs]
         self.k1, self.b = k1, b
-        self.avgdl = sum(map(len, self.toks)) / max(1, len(self.toks))
-        df = Counter(t for toks in self.toks for t in set(toks))
+        self.avgdl = sum(map(len, toks)) / max(1, len(toks))
+        df = Counter(t for ts in toks for t in set(ts))
         n = len(docs)
         self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
-        self.tf = [Counter(t) for t in self.toks]
+        #: token → [(document, its weight for that token)], the per-document factor folded in
+        self.postings: dict[str, list[tuple[int, float]]] = {}
+        for i, ts in enumerate(toks):
+            norm = k1 * (1 - b + b * len(ts) / self.avgdl) if self.avgdl else k1
+            for t, f in Counter(ts).items():
+                self.postings.setdefault(t, []).append((i, self.idf[t] * f * (k1 + 1) / (f + norm)))
 
-    def scores(self, query: str) -> list[float]:
-        q = tokens(query)
-        out = []
-        for tf, toks in zip(self.tf, self.toks, strict=True):
-            s = 0.0
-            for t in q:
-                if t in tf:
-                    f = tf[t]
-                    s += self.idf[t] * f * (self.k1 + 1) / (
-                        f + self.k1 * (1 - self.b + self.b * len(toks) / self.avgdl))
-            out.append(s)
+    def scores(self, query: str) -> dict[int, float]:
+        """document index → score, for the documents sharing a token with ``query`` (a query
+        token counted as often as it occurs)."""
+        out: dict[int, float] = {}
+        for t in tokens(query):
+            for i, w in self.postings.get(t, ()):
+                out[i] = out.get(i, 0.0) + w
         return out
 
     def top(self, query: str, k: int, kind: str | None = None,
-            scores: list[float] | None = None) -> list[Doc]:
-        """The ``k`` best-scoring documents (of one ``kind``); pass ``scores`` to rank several
-        kinds for one query without scoring it again."""
+            scores: dict[int, float] | None = None) -> list[Doc]:
+        """The ``k`` best-scoring documents (of one ``kind``; ties by position); pass
+        ``scores`` to rank several kinds for one query without scoring it again."""
         scores = self.scores(query) if scores is None else scores
-        ranked = sorted(
-            ((s, i) for i, s in enumerate(scores) if kind is None or self.docs[i].kind == kind),
-            key=lambda x: (-x[0], x[1]),
-        )
-        return [self.docs[i] for s, i in ranked[:k] if s > 0]
+        best = heapq.nsmallest(k, ((-s, i) for i, s in scores.items()
+                                   if s > 0 and (kind is None or self.docs[i].kind == kind)))
+        return [self.docs[i] for _s, i in best]
 
 
 def glossary_text(term: Term) -> str:
@@ -220,7 +223,8 @@ class ContextBuilder:
 
     def __init__(self, catalog: SchemaCatalog, settings: ContextSettings,
                  glossary: Glossary | None, example_cases: list[Case],
-                 template_path: Path | None = None, dialect: str | None = None):
+                 template_path: Path | None = None, dialect: str | None = None,
+                 retrieval: bool = True):
         self.catalog = catalog
         self.settings = settings
         #: the SQL dialect the system is asked to answer in (the configuration's ``dialect``)
@@ -241,7 +245,12 @@ class ContextBuilder:
         self._terms = {t.term: t for t in self.glossary.terms} if self.glossary else {}
         self._examples = {e.case_id: e for e in self.examples}
         self._built: dict[tuple[str, str], GenerationContext] = {}
-        self.index = BM25(docs)
+        self._building: dict[tuple[str, str], threading.Lock] = {}
+        self._lock = threading.Lock()
+        #: False for a system that reads only the question (the embedded baseline): no
+        #: retrieval, schema rendering or prompt per case
+        self.retrieval = retrieval
+        self.index = BM25(docs) if retrieval else None
         self.template = None
         if template_path is not None:
             env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False,
@@ -252,11 +261,20 @@ class ContextBuilder:
         """The context of one attempt. Every run of a case sees the same context, so it is
         built once per case and reused for the other runs."""
         key = (case_id, question)
-        if key not in self._built:  # concurrent first builds of one case are harmless
-            self._built[key] = self._context(case_id, question)
-        return self._built[key].model_copy(update={"run_index": run_index})
+        built = self._built.get(key)
+        if built is None:
+            with self._lock:  # one lock per case: its runs wait for one build, others go on
+                lock = self._building.setdefault(key, threading.Lock())
+            with lock:
+                built = self._built.get(key)
+                if built is None:
+                    built = self._built[key] = self._context(case_id, question)
+        return built.model_copy(update={"run_index": run_index})
 
     def _context(self, case_id: str, question: str) -> GenerationContext:
+        if self.index is None:
+            return GenerationContext(case_id=case_id, run_index=0, question=question,
+                                     as_of=self.catalog.as_of, schema_context="")
         k = self.settings.retrieval_k
         scores = self.index.scores(question)
         tables = [d.key for d in self.index.top(question, k, "table", scores)] if k else []

@@ -70,3 +70,67 @@ def test_bm25_basics():
     idx = BM25([Doc("t", "a", "orders payment method upi"), Doc("t", "b", "customers city segment")])
     assert [d.key for d in idx.top("which city has most customers", 1)] == ["b"]
     assert tokens("Refunds") == ["refund"]
+
+
+def _brute_scores(docs, query, k1=1.2, b=0.75):
+    """Okapi BM25 written out directly over every document (the reference)."""
+    import math
+    from collections import Counter
+
+    toks = [tokens(d.text) for d in docs]
+    avgdl = sum(map(len, toks)) / len(toks)
+    df = Counter(t for ts in toks for t in set(ts))
+    idf = {t: math.log(1 + (len(docs) - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+    out = []
+    for ts in toks:
+        tf = Counter(ts)
+        out.append(sum(idf[t] * tf[t] * (k1 + 1) / (tf[t] + k1 * (1 - b + b * len(ts) / avgdl))
+                       for t in tokens(query) if t in tf))
+    return out
+
+
+def test_bm25_index_ranks_exactly_like_the_direct_formula():
+    import random
+
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(40)]
+    docs = [Doc(rng.choice(["table", "example"]), f"d{i}", " ".join(rng.choices(words, k=rng.randint(1, 12))))
+            for i in range(300)]
+    idx = BM25(docs)
+    for _ in range(50):
+        query = " ".join(rng.choices(words, k=rng.randint(1, 6)))
+        brute = _brute_scores(docs, query)
+        sparse = idx.scores(query)
+        assert {i: s for i, s in enumerate(brute) if s > 0} == {i: s for i, s in sparse.items() if s > 0}
+        for kind in (None, "table", "example"):
+            expected = sorted(((-s, i) for i, s in enumerate(brute)
+                               if s > 0 and (kind is None or docs[i].kind == kind)))[:7]
+            assert [d.key for d in idx.top(query, 7, kind)] == [docs[i].key for _s, i in expected]
+
+
+def test_each_case_context_is_built_once_under_concurrency(catalog, monkeypatch):
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    builder = ContextBuilder(catalog, ContextSettings(curation=False), None, [])
+    calls = []
+    real = builder._context
+    gate = threading.Event()
+
+    def slow(case_id, question):
+        calls.append(case_id)
+        gate.wait(0.2)
+        return real(case_id, question)
+
+    monkeypatch.setattr(builder, "_context", slow)
+    with ThreadPoolExecutor(8) as pool:
+        out = list(pool.map(lambda r: builder.build(f"q{r % 2}", f"question {r % 2}", r), range(16)))
+    assert sorted(calls) == ["q0", "q1"]
+    assert [c.run_index for c in out] == list(range(16))
+
+
+def test_a_generator_that_reads_only_the_question_gets_no_retrieval(catalog, golden):
+    b = ContextBuilder(catalog, ContextSettings(), load_glossary(), golden.cases, retrieval=False)
+    ctx = b.build(golden.cases[0].id, golden.cases[0].question, 2)
+    assert b.index is None and ctx.schema_context == "" and ctx.examples == [] and ctx.prompt is None
+    assert (ctx.question, ctx.run_index) == (golden.cases[0].question, 2)
