@@ -27,6 +27,8 @@ labels, hostile case templates, configurations, the project file, the glossary):
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,3 +150,32 @@ def parse_yaml(path: Path | str, text: str, error: type[Exception]) -> YamlDocum
     finally:
         loader.dispose()
     return YamlDocument(path, data, node)
+
+
+def write_atomically(path: Path, data: str | bytes) -> None:
+    """Replace ``path`` with ``data`` in one rename (temporary file in the same folder, flushed
+    and fsynced first): a reader, or a process killed at any moment, sees the old file or the
+    new one, never a mix. The file keeps its permissions (0644 when new)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:  # make the rename itself durable
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass

@@ -17,9 +17,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +26,7 @@ import sqlglot
 from sqlglot import exp
 
 from sqleval_pipeline.generation.context import tokens
+from sqleval_pipeline.textfiles import write_atomically
 
 #: questions sharing at least this share of their words (and the same values) are duplicates
 QUESTION_SIMILARITY = 0.8
@@ -237,33 +236,7 @@ def rejected_records(golden_dir: Path) -> list[dict]:
     return [r for p in sorted(folder.glob("*.jsonl")) for r in read_rejected(p)]
 
 
-def write_text_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one rename (temporary file in the same folder, flushed
-    and fsynced first): a reader, or a process killed at any moment, sees the old file or the
-    new one, never a mix. The file keeps its permissions (0644 when new)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:  # make the rename itself durable
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+write_text_atomically = write_atomically  # the one atomic writer (textfiles)
 
 
 def append_rejected(path: Path, record: dict) -> None:

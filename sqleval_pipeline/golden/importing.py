@@ -17,9 +17,7 @@ loses or changes a case it had.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +33,7 @@ from sqleval_pipeline.golden.model import BANDS, SPLITS, Case, Provenance
 from sqleval_pipeline.guard.policy import GuardPolicy
 from sqleval_pipeline.guard.statement_filter import FilterVerdict, StatementFilter
 from sqleval_pipeline.snapshot import open_readonly
+from sqleval_pipeline.textfiles import write_atomically
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,63}$")
 _PREFIX_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,40}$")
@@ -329,24 +328,7 @@ def _append_atomically(path: Path, before: bytes | None, cases: list[Case]) -> N
     if head and not head.endswith(b"\n"):
         head += b"\n"
     body = "".join(c.to_json_line() + "\n" for c in cases).encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(head + body)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if before is not None:
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        else:
-            os.chmod(tmp, 0o644)  # mkstemp makes 0600; a golden file is shared text
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_atomically(path, head + body)  # keeps the file's permissions (0644 when new)
 
 
 __all__ = ["ImportAborted", "ImportReport", "import_rows"]

@@ -64,7 +64,7 @@ __all__ = [
     "MIN_CALIBRATION_N", "DEFAULT_LABELS_DIR", "HumanLabel", "LabelError", "LabelRef",
     "HumanConflict", "JudgeCalibration", "DisagreementRow", "JudgePairDisagreement",
     "CalibrationReport", "load_labels", "cohens_kappa", "kappa_interval", "calibrate",
-    "MIN_CALIBRATION_KAPPA",
+    "MIN_CALIBRATION_KAPPA", "calibration_status",
 ]
 
 #: labelled attempts a judge needs before its categories are reported as calibrated
@@ -213,6 +213,21 @@ def cohens_kappa(pairs: Iterable[tuple[str, str]]) -> float | None:
     if denominator == 0:
         return None
     return (n * agree - chance) / denominator
+
+
+def calibration_status(n: int, kappa: float | None, min_n: int = MIN_CALIBRATION_N,
+                       min_kappa: float = MIN_CALIBRATION_KAPPA) -> str:
+    """The one rule for trusting a judge's categories: enough labels and enough kappa.
+
+    >>> calibration_status(25, 0.71), calibration_status(19, 0.9), calibration_status(30, 0.5)
+    ('calibrated', 'uncalibrated (n < 20)', 'uncalibrated (kappa 0.50 < 0.60)')
+    """
+    if n < min_n:
+        return f"uncalibrated (n < {min_n})"
+    if kappa is None or kappa < min_kappa:
+        shown = "undefined" if kappa is None else f"{kappa:.2f}"
+        return f"uncalibrated (kappa {shown} < {min_kappa:.2f})"
+    return "calibrated"
 
 
 def kappa_interval(pairs: Iterable[tuple[str, str]], z: float = 1.96) -> tuple[float, float] | None:
@@ -437,13 +452,7 @@ def _judge_calibration(judge: str, table: Mapping[AttemptKeyTuple, Diagnosis],
     note = None
     if n and kappa is None:
         note = "undefined: human and judge used one and the same category throughout"
-    if n < min_n:
-        status = f"uncalibrated (n < {min_n})"
-    elif kappa is None or kappa < min_kappa:
-        shown = "undefined" if kappa is None else f"{kappa:.2f}"
-        status = f"uncalibrated (kappa {shown} < {min_kappa:.2f})"
-    else:
-        status = "calibrated"
+    status = calibration_status(n, kappa, min_n, min_kappa)
     calibrated = status == "calibrated"
     return JudgeCalibration(
         judge=judge,

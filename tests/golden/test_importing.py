@@ -211,7 +211,9 @@ def test_a_failed_rename_leaves_the_file_and_no_temporary(batch, golden, serving
     def no_replace(src, dst):
         raise OSError("read-only file system")
 
-    monkeypatch.setattr(importing.os, "replace", no_replace)
+    from sqleval_pipeline import textfiles  # the one atomic writer the import goes through
+
+    monkeypatch.setattr(textfiles.os, "replace", no_replace)
     with pytest.raises(OSError, match="read-only"):
         do_import(batch, golden, serving)
     assert golden.read_bytes() == before

@@ -24,14 +24,15 @@ from sqleval_pipeline.scoring.diff import Diff
 from sqleval_pipeline.scoring.gate import Decision, GateResult, load_decisions
 from sqleval_pipeline.scoring.scorecard import CalibratedRefusal, CaseResult, Scorecard, SliceMetrics
 from sqleval_pipeline.store import BatchInfo, batch_order
+# a judge's categories are trusted from this many labels and this kappa (calibration.json's
+# own thresholds win when it records them)
+from sqleval_pipeline.judging.calibration import MIN_CALIBRATION_KAPPA as MIN_KAPPA
+from sqleval_pipeline.judging.calibration import MIN_CALIBRATION_N as MIN_LABELS
+from sqleval_pipeline.judging.calibration import calibration_status
 
 #: rows kept per result in the drill-down, and characters per cell (longer cells end in "…")
 MAX_ROWS = 10
 CELL_CHARS = 300
-#: a judge's categories are trusted from this many human labels and this Cohen's kappa on
-#: (calibration.json's own thresholds win when it records them)
-MIN_LABELS = 20
-MIN_KAPPA = 0.6
 KIND_LABELS = {"baseline": "declared baseline", "previous_version": "previous version",
                "previous_batch": "previous batch (drift)", "report": "computed for this report"}
 
@@ -275,17 +276,13 @@ def judge_statuses(path: Path) -> tuple[list[JudgeStatus] | None, str | None]:
         return None, ("no judge calibration stored (the judge_calibration asset writes it: "
                       "`sqleval demo`, or materialize it in the UI): every category is uncalibrated")
     data = json.loads(path.read_text(encoding="utf-8"))
+    # the rule applied again to the stored numbers: a file written before the kappa threshold
+    # existed says "calibrated" on the label count alone
     min_n, min_kappa = data.get("min_n", MIN_LABELS), data.get("min_kappa", MIN_KAPPA)
     out = []
     for j in data.get("judges", []):
         n, kappa = int(j.get("n", 0)), j.get("kappa")
-        if n < min_n:
-            label = f"uncalibrated (n {n} < {min_n})"
-        elif kappa is None or kappa < min_kappa:
-            shown = "n/a" if kappa is None else f"{kappa:.2f}"
-            label = f"uncalibrated (kappa {shown} < {min_kappa:.2f})"
-        else:
-            label = "calibrated"
+        label = calibration_status(n, kappa, min_n, min_kappa)
         out.append(JudgeStatus(judge=j["judge"], agreement=j.get("agreement_rate"), kappa=kappa,
                                n=n, calibrated=label == "calibrated", label=label))
     return out, None
