@@ -47,10 +47,18 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
     cfg = loaded.config
     cases = select_cases(env.cases, case_ids=case_ids, split=split)
     runs = runs or cfg.runs
-    info = open_batch(env.store, partition_key=loaded.partition_key, config_name=cfg.name,
-                      config_version=loaded.version, snapshot_id=env.snapshot_id, cases=cases,
-                      runs=runs, mode=mode, batch_id=batch_id,
-                      policy_version=env.policy(cfg.guard or None).version)
+    from sqleval_pipeline.store import batch_lock
+
+    # choosing a batch and recording it is one step under the partition's lock: two runs of
+    # one configuration at once pick the same batch in "latest" mode (the second then waits
+    # for the first to fill it), never two half-filled ones
+    with batch_lock(env.store.config_dir(loaded.partition_key) / ".select.lock"):
+        info = open_batch(env.store, partition_key=loaded.partition_key, config_name=cfg.name,
+                          config_version=loaded.version, snapshot_id=env.snapshot_id,
+                          cases=cases, runs=runs, mode=mode, batch_id=batch_id,
+                          policy_version=env.policy(cfg.guard or None).version)
+        if env.store.get(info.partition_key, info.batch_id) is None:
+            env.store.write_batch(info)
     from sqleval_pipeline.comparisons import record_inputs
 
     record_inputs(env, loaded, info)

@@ -4,7 +4,8 @@ Layout under the project's build directory (``<build>/store``, ``.sqleval/store`
 
     runs/<config name>@<version>/<batch id>/
         batch.json            what the batch is (config, snapshot, golden hash, status, counts)
-        parts/                crash journal: one JSON file per finished attempt (atomic writes)
+        parts/                crash journal: journal-*.jsonl, one line per finished attempt
+        .fill.lock            held by the process filling the batch
         attempts.parquet      consolidated once every attempt is in (immutable)
         executions.parquet    guarded executions of those attempts (under batch.policy_version)
         grades.parquet        grades (an older grader's kept as grades.<version>.parquet)
@@ -22,9 +23,12 @@ Batch ids sort by creation time.
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
 import os
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +65,20 @@ def atomic_write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+
+
+@contextmanager
+def batch_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` (created when missing), across threads and processes:
+    ``flock`` on a file of its own, released when the holder exits or dies. Used where two
+    runs could otherwise pick or fill the same batch (local and NFSv4 file systems)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def new_batch_id(now: dt.datetime | None = None) -> str:

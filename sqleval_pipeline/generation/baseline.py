@@ -106,6 +106,8 @@ class BaselineGenerator:
 
     #: it reads the question only (its catalog and glossary are its own): no retrieval
     reads_context = False
+    #: it answers in this process without waiting on I/O: the runner calls it inline
+    in_process = True
 
     def __init__(self, catalog: SchemaCatalog, glossary: Glossary | None = None,
                  name: str | None = None):
@@ -114,6 +116,7 @@ class BaselineGenerator:
         self.name = name or ("baseline-curated" if glossary else "baseline-raw")
         self.vocab = Vocabulary(catalog, glossary)
         self.tables = self.vocab.tables
+        self._answers: dict[str, tuple[str, str]] = {}
         self._terms = {kind: [(name, term) for term in glossary.by_kind(kind)
                               for name in [term.term, *term.aliases]]
                        for kind in ("metric", "filter", "time_window")} if glossary else {}
@@ -134,20 +137,33 @@ class BaselineGenerator:
     def generate(self, ctx: GenerationContext) -> GenerationOutput:
         started = time.perf_counter()
         original = " ".join(ctx.question.replace("’", "'").split())
-        q = original.lower()
-        try:
-            refusal = self._refusal(q)
-            if refusal:
-                out = GenerationOutput(kind="refusal", refusal_reason=refusal)
-            else:
-                out = GenerationOutput(kind="sql", sql=self.compile(q, original))
-        except Unmappable as exc:
-            out = GenerationOutput(kind="refusal", refusal_reason=f"cannot map the question: {exc}")
+        kind, text = self._answer(original)
+        if kind == "sql":
+            out = GenerationOutput(kind="sql", sql=text)
+        else:
+            out = GenerationOutput(kind="refusal", refusal_reason=text)
         out.usage = Usage(latency_ms=(time.perf_counter() - started) * 1000, cost_usd=0.0)
         out.model = self.name
         out.temperature = None
         out.temperature_settable = False
         return out
+
+    def _answer(self, original: str) -> tuple[str, str]:
+        """("sql", text) or ("refusal", reason) for a normalised question. The answer is a pure
+        function of the question (no state, no clock, no randomness), so it is remembered per
+        question: a second run of a case costs a dictionary look-up."""
+        found = self._answers.get(original)
+        if found is None:
+            q = original.lower()
+            try:
+                refusal = self._refusal(q)
+                found = ("refusal", refusal) if refusal else ("sql", self.compile(q, original))
+            except Unmappable as exc:
+                found = ("refusal", f"cannot map the question: {exc}")
+            if len(self._answers) >= 65536:
+                self._answers.clear()
+            self._answers[original] = found
+        return found
 
     def _refusal(self, q: str) -> str | None:
         for alias in self._refusals:

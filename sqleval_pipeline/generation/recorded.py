@@ -67,6 +67,9 @@ class RecordedGenerator:
         RecordedAnswersError: the file does not exist, or a line is not a valid answer.
     """
 
+    #: answers from memory, without waiting on I/O: the runner calls it inline
+    in_process = True
+
     def __init__(self, settings: RecordedSettings, root: Path = paths.REPO_ROOT) -> None:
         self.settings = settings
         self.path = Path(root) / settings.path

@@ -1,32 +1,43 @@
 """Produce attempts for (configuration version, case, run) with bounded concurrency.
 
-* Each attempt is journaled to ``parts/<case>__r<run>.json`` the moment it finishes (atomic
-  rename), so an interrupted batch resumes without repeating finished attempts.
+* Each finished attempt is appended to the batch's journal (``parts/journal-*.jsonl``, one
+  JSON line per attempt, written the moment it finishes and fsync'd in groups), so an
+  interrupted batch resumes without repeating finished attempts: a killed process loses at
+  most the attempts in flight (and, on power loss, the last unsynced group). A torn last
+  line is ignored on resume.
+* Submission is bounded: at most a few times ``concurrency`` attempts are in flight, so
+  memory does not grow with the golden set. A generator that answers in this process
+  without waiting on I/O (``in_process = True``, e.g. the embedded baseline) is called
+  inline: threads would only contend for the interpreter.
 * Provider failures are retried with exponential backoff (honouring ``retry-after``); an
   attempt whose provider cannot be reached ends as ``kind="error"`` (graded ERROR, outside the
   denominator), never as a wrong answer.
-* When every attempt is in, the parts are consolidated into ``attempts.parquet`` and the
-  batch is marked complete; re-running a complete batch makes no provider calls.
+* When every attempt is in, the journal is consolidated into ``attempts.parquet`` (streamed,
+  in case and run order) and the batch is marked complete; re-running a complete batch makes
+  no provider calls.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
+import os
+import secrets
 import shutil
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqleval_pipeline.generation.base import Generator, ProviderError
 from sqleval_pipeline.generation.context import ContextBuilder
 from sqleval_pipeline.generation.retry import call_with_retries
 from sqleval_pipeline.golden.model import Case
-from sqleval_pipeline.records import Attempt, load_records, save_records
-from sqleval_pipeline.store import BatchInfo, Store, atomic_write_text
+from sqleval_pipeline.records import Attempt, RecordWriter, count_records, load_records
+from sqleval_pipeline.store import BatchInfo, Store, batch_lock
 
 
 def golden_hash(cases: Sequence[Case]) -> str:
@@ -37,16 +48,28 @@ def golden_hash(cases: Sequence[Case]) -> str:
 
 
 def part_name(case_id: str, run_index: int) -> str:
+    """The per-attempt journal file of earlier versions (still read on resume)."""
     return f"{case_id}__r{run_index}.json"
 
 
 @dataclass
 class RunResult:
-    attempts: list[Attempt]
+    """What the attempts stage did. The attempts themselves stay on disk (``path``):
+    :attr:`attempts` reads them back when asked."""
+
     batch: BatchInfo
     provider_calls: int
     resumed: int  # attempts found already journaled
     seconds: float
+    path: Path
+    n_attempts: int = 0
+    _cache: list[Attempt] | None = field(default=None, repr=False)
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        if self._cache is None:
+            self._cache = load_records(self.path, Attempt)
+        return self._cache
 
 
 class _Counter:
@@ -91,6 +114,77 @@ def make_attempt(case: Case, run_index: int, *, config_version: str, batch_id: s
     return Attempt(**base, **common, kind="refusal", refusal_reason=reason)
 
 
+# ---- the journal ---------------------------------------------------------------------------
+
+JOURNAL_GLOB = "journal-*.jsonl"
+
+
+class Journal:
+    """Append-only journal of finished attempts, one file per filling process.
+
+    Every attempt is written (one ``write`` of one line) as soon as it is added, so a killed
+    process loses only what was in flight; ``fsync`` runs every ``sync_every`` attempts or
+    ``sync_seconds``, and on close."""
+
+    def __init__(self, parts: Path, *, sync_every: int = 512, sync_seconds: float = 1.0):
+        parts.mkdir(parents=True, exist_ok=True)
+        self.path = parts / f"journal-{os.getpid()}-{secrets.token_hex(3)}.jsonl"
+        self._fh = self.path.open("a", encoding="utf-8")
+        self._unsynced = 0
+        self._last_sync = time.monotonic()
+        self.sync_every, self.sync_seconds = sync_every, sync_seconds
+
+    def add(self, attempt: Attempt) -> None:
+        self._fh.write(attempt.model_dump_json() + "\n")
+        self._fh.flush()
+        self._unsynced += 1
+        if self._unsynced >= self.sync_every or time.monotonic() - self._last_sync >= self.sync_seconds:
+            self.sync()
+
+    def sync(self) -> None:
+        if self._unsynced:
+            os.fsync(self._fh.fileno())
+            self._unsynced = 0
+        self._last_sync = time.monotonic()
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self.sync()
+            self._fh.close()
+
+
+def journaled(parts: Path) -> Iterator[tuple[tuple[str, int], str]]:
+    """``((case_id, run_index), JSON text)`` of every attempt journaled under ``parts``,
+    oldest files first; a torn or unreadable line (a crash mid-write) is skipped."""
+    if not parts.exists():
+        return
+    for p in sorted(parts.glob("*.json")):  # one file per attempt (earlier versions)
+        text = p.read_text(encoding="utf-8")
+        key = _key_of(text)
+        if key is None:
+            p.unlink()  # torn: redone
+        else:
+            yield key, text
+    for p in sorted(parts.glob(JOURNAL_GLOB), key=lambda p: (p.stat().st_mtime_ns, p.name)):
+        with p.open(encoding="utf-8") as fh:
+            for line in fh:
+                key = _key_of(line)
+                if key is not None:
+                    yield key, line.rstrip("\n")
+
+
+def _key_of(text: str) -> tuple[str, int] | None:
+    try:
+        d = json.loads(text)
+        Attempt.model_validate(d)
+        return d["case_id"], d["run_index"]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+# ---- the stage -----------------------------------------------------------------------------
+
+
 def run_attempts(
     *, store: Store, info: BatchInfo, cases: Sequence[Case], generator: Generator | None,
     builder: ContextBuilder | None, concurrency: int, max_retries: int,
@@ -98,65 +192,105 @@ def run_attempts(
 ) -> RunResult:
     """Fill the batch with attempts (resuming), consolidate, and mark it complete.
 
-    A complete batch is returned as stored; ``generator`` and ``builder`` may then be None."""
+    Holds the batch's lock while filling, so a second process asked for the same batch waits
+    and then finds it complete. A complete batch is returned as stored; ``generator`` and
+    ``builder`` may then be None."""
+    with batch_lock(store.batch_dir(info.partition_key, info.batch_id) / ".fill.lock"):
+        info = store.get(info.partition_key, info.batch_id) or info
+        return _run_locked(store=store, info=info, cases=cases, generator=generator,
+                           builder=builder, concurrency=concurrency, max_retries=max_retries,
+                           on_progress=on_progress, sleep=sleep)
+
+
+def _run_locked(*, store, info, cases, generator, builder, concurrency, max_retries,
+                on_progress, sleep) -> RunResult:
     started = time.perf_counter()
     bdir = store.batch_dir(info.partition_key, info.batch_id)
     final = bdir / "attempts.parquet"
     if info.status == "complete" and final.exists():
-        attempts = load_records(final, Attempt)
-        return RunResult(attempts, info, 0, len(attempts), time.perf_counter() - started)
+        n = count_records(final)
+        return RunResult(info, 0, n, time.perf_counter() - started, final, n)
     if info.attempts_from and not final.exists():
         return _reuse_attempts(store, info, started)
+    if generator is None or builder is None:
+        raise ValueError(f"batch {info.batch_id} is not complete: a generator is needed to fill it")
     parts = bdir / "parts"
-    parts.mkdir(parents=True, exist_ok=True)
     store.write_batch(info)
-    todo = []
-    done: dict[tuple[str, int], Attempt] = {}
+    wanted = {(cid, r) for cid in info.case_ids for r in range(info.runs)}
+    done = {key for key, _text in journaled(parts)} & wanted
     by_id = {c.id: c for c in cases}
-    for cid in info.case_ids:
-        for r in range(info.runs):
-            p = parts / part_name(cid, r)
-            if p.exists():
-                try:
-                    done[(cid, r)] = Attempt.model_validate_json(p.read_text())
-                    continue
-                except ValueError:
-                    p.unlink()  # a torn journal entry is simply redone
-            todo.append((by_id[cid], r))
+    todo = ((by_id[cid], r) for cid in info.case_ids for r in range(info.runs)
+            if (cid, r) not in done)
     resumed = len(done)
-    total = len(info.case_ids) * info.runs
+    total = len(wanted)
     calls = _Counter()
     if on_progress:
         on_progress(resumed, total)
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        futures = {
-            pool.submit(make_attempt, case, r, config_version=info.config_version,
-                        batch_id=info.batch_id, generator=generator, builder=builder,
-                        max_retries=max_retries, calls=calls, sleep=sleep): (case.id, r)
-            for case, r in todo
-        }
-        for fut in as_completed(futures):
-            cid, r = futures[fut]
-            attempt = fut.result()
-            atomic_write_text(parts / part_name(cid, r), attempt.model_dump_json())
-            done[(cid, r)] = attempt
+    kw = dict(config_version=info.config_version, batch_id=info.batch_id, generator=generator,
+              builder=builder, max_retries=max_retries, calls=calls, sleep=sleep)
+    journal = Journal(parts)
+    finished = resumed
+    try:
+        for attempt in _produce(todo, kw, concurrency, inline=getattr(generator, "in_process", False)):
+            journal.add(attempt)
+            finished += 1
             if on_progress:
-                on_progress(len(done), total)
-    attempts = [done[(cid, r)] for cid in info.case_ids for r in range(info.runs)]
-    save_records(final, attempts)  # a batch always has cases (select_cases refuses none)
-    counts: dict[str, int] = {}
-    for a in attempts:
-        counts[a.kind] = counts.get(a.kind, 0) + 1
+                on_progress(finished, total)
+    finally:
+        journal.close()
+    counts = _consolidate(parts, final, info)
     info = info.model_copy(update={
         "status": "complete", "counts": counts,
         "provider_calls": info.provider_calls + calls.n,
         "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     })
     store.write_batch(info)
-    for p in parts.glob("*.json"):
-        p.unlink()
-    parts.rmdir()
-    return RunResult(attempts, info, calls.n, resumed, time.perf_counter() - started)
+    shutil.rmtree(parts, ignore_errors=True)
+    return RunResult(info, calls.n, resumed, time.perf_counter() - started, final, total)
+
+
+def _produce(todo, kw: dict, concurrency: int, *, inline: bool) -> Iterator[Attempt]:
+    """Attempts as they finish, with at most ``4 x concurrency`` submitted and not collected."""
+    if inline or concurrency <= 1:
+        for case, r in todo:
+            yield make_attempt(case, r, **kw)
+        return
+    window = 4 * concurrency
+    pending: set[Future] = set()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        try:
+            for case, r in todo:
+                pending.add(pool.submit(make_attempt, case, r, **kw))
+                if len(pending) >= window:
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        yield fut.result()
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    yield fut.result()
+        finally:
+            for fut in pending:
+                fut.cancel()
+
+
+def _consolidate(parts: Path, final: Path, info: BatchInfo) -> dict[str, int]:
+    """Stream the journal into ``attempts.parquet`` in case and run order; the counts by kind."""
+    order = {cid: i for i, cid in enumerate(info.case_ids)}
+    seen: set[tuple[str, int]] = set()
+    counts: dict[str, int] = {}
+    with RecordWriter(final, Attempt) as out:
+        for key, text in journaled(parts):
+            if key in seen or key[0] not in order or key[1] >= info.runs:
+                continue  # a duplicate (two fills of one batch) or a leftover of another shape
+            seen.add(key)
+            a = Attempt.model_validate_json(text)
+            counts[a.kind] = counts.get(a.kind, 0) + 1
+            out.write(a, order=order[key[0]] * info.runs + key[1])
+    missing = len(info.case_ids) * info.runs - len(seen)
+    if missing:
+        raise RuntimeError(f"batch {info.batch_id}: {missing} attempt(s) missing from the journal")
+    return counts
 
 
 def _reuse_attempts(store: Store, info: BatchInfo, started: float) -> RunResult:
@@ -172,13 +306,13 @@ def _reuse_attempts(store: Store, info: BatchInfo, started: float) -> RunResult:
     tmp = final.with_name(f".{final.name}.tmp")
     shutil.copyfile(src, tmp)
     tmp.replace(final)
-    attempts = load_records(final, Attempt)
+    n = count_records(final)
     info = info.model_copy(update={
         "status": "complete", "counts": dict(source.counts), "provider_calls": 0,
         "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     })
     store.write_batch(info)
-    return RunResult(attempts, info, 0, len(attempts), time.perf_counter() - started)
+    return RunResult(info, 0, n, time.perf_counter() - started, final, n)
 
 
 def open_batch(store: Store, *, partition_key: str, config_name: str, config_version: str,

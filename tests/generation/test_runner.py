@@ -80,8 +80,9 @@ def test_an_interrupted_batch_resumes_without_repeating_finished_attempts(tmp_pa
     info = batch(store, setup)
     with pytest.raises(Crash):
         run(store, setup, FakeSystem(crash_after=12), info, concurrency=1)
-    parts = list(store.batch_dir(info.partition_key, info.batch_id).glob("parts/*.json"))
-    assert len(parts) == 12
+    parts = store.batch_dir(info.partition_key, info.batch_id) / "parts"
+    lines = [ln for p in parts.glob("journal-*.jsonl") for ln in p.read_text().splitlines()]
+    assert len(lines) == 12  # every finished attempt was journaled before the crash
     resumed_info = batch(store, setup)
     assert resumed_info.batch_id == info.batch_id and resumed_info.status == "running"
     system = FakeSystem()
@@ -143,3 +144,134 @@ def test_batches_sort_by_creation_not_by_their_random_suffix(tmp_path):
     assert [b.batch_id for b in store.batches("a@1")] == [older.batch_id, newer.batch_id]
     assert store.latest("a@1").batch_id == newer.batch_id
     assert new_batch_id(t0) < new_batch_id(t1)  # new ids carry the millisecond
+
+
+def _journal_lines(store, info):
+    parts = store.batch_dir(info.partition_key, info.batch_id) / "parts"
+    return [ln for p in sorted(parts.glob("journal-*.jsonl")) for ln in p.read_text().splitlines()]
+
+
+def test_a_torn_journal_line_is_redone_and_old_per_attempt_parts_are_read(tmp_path, setup):
+    """A crash mid-write leaves half a line: that attempt is made again, the others are kept.
+    Journals of earlier versions (one JSON file per attempt) still count as done."""
+    cases = setup[0]
+    store = Store(tmp_path)
+    info = batch(store, setup)
+    with pytest.raises(Crash):
+        run(store, setup, FakeSystem(crash_after=6), info, concurrency=1)
+    parts = store.batch_dir(info.partition_key, info.batch_id) / "parts"
+    (journal,) = parts.glob("journal-*.jsonl")
+    text = journal.read_text()
+    journal.write_text(text[: len(text) - 40])  # the sixth line loses its end
+    old = Attempt(config_version="00000000", case_id=cases[9].id, run_index=2, kind="sql",
+                  sql="SELECT 42", batch_id=info.batch_id)
+    (parts / f"{cases[9].id}__r2.json").write_text(old.model_dump_json())
+    system = FakeSystem()
+    res = run(store, setup, system, batch(store, setup))
+    assert res.resumed == 6 and system.calls == 24  # 5 whole lines + the old part; 30 - 6
+    by = {a.key[1:]: a for a in res.attempts}
+    assert by[(cases[9].id, 2)].sql == "SELECT 42"
+    assert [a.key for a in res.attempts] == [("00000000", c.id, r) for c in cases for r in range(3)]
+    assert not parts.exists()  # consolidated: the journal is gone
+
+
+def test_submission_is_bounded_by_a_window_not_the_whole_batch(setup):
+    """At most 4 x concurrency attempts are taken from the work list before one is collected."""
+    from sqleval_pipeline.generation.runner import _Counter, _produce
+
+    cases, builder, _ = setup
+    pulled = []
+
+    def todo():
+        for i in range(200):
+            pulled.append(i)
+            yield cases[i % len(cases)], i
+
+    kw = dict(config_version="v", batch_id="b", generator=FakeSystem(), builder=builder,
+              max_retries=0, calls=_Counter(), sleep=lambda s: None)
+    seen = 0
+    for _attempt in _produce(todo(), kw, concurrency=3, inline=False):
+        seen += 1
+        assert len(pulled) - seen <= 4 * 3
+    assert seen == 200 and len(pulled) == 200
+
+
+def test_two_fills_of_one_batch_at_once_make_each_attempt_once(tmp_path, setup):
+    """Two runs in "latest" mode pick the same batch: the second waits for the first to fill
+    it and finds it complete (no attempt made twice, no duplicate rows)."""
+    store = Store(tmp_path)
+    info = batch(store, setup)
+    store.write_batch(info)
+    systems = [FakeSystem(), FakeSystem()]
+    results = [None, None]
+
+    def go(i):
+        results[i] = run(store, setup, systems[i], batch(store, setup), concurrency=2)
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(s.calls for s in systems) == [0, 30]
+    assert results[0].batch.batch_id == results[1].batch.batch_id == info.batch_id
+    stored = load_records(store.artifact(info.partition_key, info.batch_id, "attempts.parquet"), Attempt)
+    assert len({a.key for a in stored}) == len(stored) == 30
+
+
+def test_a_killed_process_loses_only_the_attempts_in_flight(tmp_path, serving_snapshot):
+    """kill -9 in the middle of a batch: every attempt that finished before the kill is in the
+    journal (written as it finished), and the resumed batch makes only the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    script = tmp_path / "fill.py"
+    script.write_text(textwrap.dedent(f"""
+        import datetime, sys, time
+        from sqleval_pipeline import paths
+        from sqleval_pipeline.configs import ContextSettings
+        from sqleval_pipeline.generation.base import GenerationOutput
+        from sqleval_pipeline.generation.context import ContextBuilder, load_catalog
+        from sqleval_pipeline.generation.runner import open_batch, run_attempts
+        from sqleval_pipeline.golden import load_golden
+        from sqleval_pipeline.store import Store
+
+        class Slow:
+            name = "slow"
+            def generate(self, ctx):
+                print(ctx.case_id, ctx.run_index, flush=True)  # answered, about to be journaled
+                time.sleep(0.02)
+                return GenerationOutput(kind="sql", sql="SELECT 1")
+            def close(self): pass
+
+        cases = load_golden(paths.GOLDEN_DIR).cases[:10]
+        catalog = load_catalog(__import__("pathlib").Path({str(serving_snapshot.path)!r}),
+                               datetime.date.fromisoformat("{serving_snapshot.manifest.as_of.isoformat()}"))
+        store = Store(__import__("pathlib").Path({str(tmp_path / "store")!r}))
+        info = open_batch(store, partition_key="slow@1", config_name="slow", config_version="1",
+                          snapshot_id="s", cases=cases, runs=3)
+        store.write_batch(info)
+        run_attempts(store=store, info=info, cases=cases, generator=Slow(),
+                     builder=ContextBuilder(catalog, ContextSettings(), None, cases),
+                     concurrency=1, max_retries=0)
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    answered = []
+    while len(answered) < 15:
+        line = proc.stdout.readline()
+        assert line, "the filling process ended before 15 answers"
+        answered.append(line)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    store = Store(tmp_path / "store")
+    (info,) = store.batches("slow@1")
+    assert info.status == "running"
+    lines = _journal_lines(store, info)
+    # 15 answers were printed; at most the one being answered at the kill is not journaled
+    assert 14 <= len(lines) <= 16
+    keys = [tuple(__import__("json").loads(ln)[k] for k in ("case_id", "run_index")) for ln in lines]
+    assert len(set(keys)) == len(keys)

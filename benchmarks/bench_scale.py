@@ -1,0 +1,131 @@
+"""Scale: per-stage seconds, attempts per second and peak memory as the golden set grows.
+
+The project's golden set is replicated to N copies of every case (ids suffixed ``.xNNNN``,
+same questions, references and frozen results) and one offline configuration is evaluated
+end to end on it (``evaluation.evaluate``: attempts, executions, grades, diagnoses,
+scorecard, gate), each scale in a fresh process with a fresh store so peak RSS is that
+scale's own. Needs a built snapshot (`make demo` or `sqleval build`).
+
+    .venv/bin/python benchmarks/bench_scale.py                      # x1 x10 x50 x150
+    .venv/bin/python benchmarks/bench_scale.py --scales 1 10 --config baseline-raw
+    .venv/bin/python benchmarks/bench_scale.py --concurrent 5 --scale 10   # five versions at once
+    .venv/bin/python benchmarks/bench_scale.py --provider --scale 150 --latency 0.2
+
+Targets (issue 14): >= 500 attempts/s end to end at the largest scale; per-stage cost per
+attempt at the largest scale within 1.5x of the smallest; peak RSS under 600 MB at 30,600
+attempts; the provider-bound run (loopback fake, fixed latency, concurrency 32) within 1.15x
+of the ideal calls x latency / concurrency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+STAGES = ("attempts", "executions", "grades", "diagnoses", "scorecard")
+
+
+def replicated_env(scale: int, store_root: Path):
+    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.store import Store
+
+    env = ev.environment()
+    cases = [c.model_copy(update={"id": f"{c.id}.x{i:04d}"}) if scale > 1 else c
+             for i in range(scale) for c in env.cases]
+    return dataclasses.replace(env, cases=cases, store=Store(store_root))
+
+
+def one(scale: int, config: str, store_root: Path, runs: int) -> dict:
+    """Evaluate ``config`` on the golden set replicated ``scale`` times (in this process)."""
+    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.configs import load_configs
+
+    env = replicated_env(scale, store_root)
+    loaded = {c.name: c for c in load_configs(env.configs_dir, project=env.project)}[config]
+    t = time.perf_counter()
+    res = ev.evaluate(env, loaded, runs=runs)
+    wall = time.perf_counter() - t
+    attempts = len(env.cases) * runs
+    return {"scale": scale, "cases": len(env.cases), "attempts": attempts, "wall": wall,
+            "stages": res.seconds,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "accuracy": res.scorecard.overall.accuracy.value,
+            "fingerprint": fingerprint(env, res.batch)}
+
+
+def fingerprint(env, batch) -> str:
+    """A hash of what the batch's grades and scorecard say (no timestamps, no batch ids):
+    equal fingerprints mean equal stored results."""
+    import hashlib
+
+    from sqleval_pipeline.records import Grade, load_records
+
+    h = hashlib.sha256()
+    for g in sorted(load_records(env.store.artifact(batch.partition_key, batch.batch_id,
+                                                    "grades.parquet"), Grade), key=lambda g: g.key):
+        h.update(g.model_dump_json().encode())
+    h.update(env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json").read_bytes())
+    return h.hexdigest()[:16]
+
+
+def run_child(args: list[str]) -> dict:
+    out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
+                         cwd=ROOT)
+    if out.returncode != 0:
+        sys.stderr.write(out.stderr)
+        raise SystemExit(f"child {' '.join(args)} failed ({out.returncode})")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def table(rows: list[dict]) -> None:
+    head = f"{'cases':>7} {'attempts':>8} {'wall s':>7} {'att/s':>6} " + " ".join(
+        f"{s:>10}" for s in STAGES) + f" {'peak RSS':>9}"
+    print(head)
+    for r in rows:
+        print(f"{r['cases']:>7} {r['attempts']:>8} {r['wall']:>7.1f} {r['attempts'] / r['wall']:>6.0f} "
+              + " ".join(f"{r['stages'].get(s, 0):>10.2f}" for s in STAGES)
+              + f" {r['peak_rss_mb']:>6.0f} MB  {r['fingerprint']}")
+    if len(rows) > 1:
+        small, big = rows[0], rows[-1]
+        print("\nper-attempt cost, largest / smallest scale (target <= 1.5):")
+        for s in STAGES:
+            a = small["stages"].get(s, 0) / small["attempts"]
+            b = big["stages"].get(s, 0) / big["attempts"]
+            print(f"  {s:<11} {a * 1e3:8.3f} ms -> {b * 1e3:8.3f} ms  ({b / a if a else float('nan'):.2f}x)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scales", type=int, nargs="+", default=[1, 10, 50, 150])
+    ap.add_argument("--config", default="baseline-curated")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--store", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one is not None:
+        print(json.dumps(one(args.one, args.config, Path(args.store), args.runs)))
+        return
+    rows = []
+    for scale in args.scales:
+        with tempfile.TemporaryDirectory(prefix="sqleval-bench-") as tmp:
+            rows.append(run_child(["--one", str(scale), "--store", tmp, "--config", args.config,
+                                   "--runs", str(args.runs)]))
+        r = rows[-1]
+        print(f"x{scale}: {r['attempts']} attempts in {r['wall']:.1f} s", file=sys.stderr)
+    table(rows)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    main()

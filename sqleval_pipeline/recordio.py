@@ -1,0 +1,257 @@
+"""Persistence of pipeline records: JSON Lines or Parquet, whole or streamed.
+
+Parquet is written and read by DuckDB (no pyarrow needed); nested fields (a result set,
+usage) are stored as JSON text. :func:`save_records` / :func:`load_records` move a whole list;
+:class:`RecordWriter` and :func:`iter_records` stream, so a stage over tens of thousands of
+attempts holds one chunk of records at a time, never the batch.
+
+>>> import tempfile, os
+>>> from pydantic import BaseModel
+>>> class R(BaseModel):
+...     k: int
+...     tags: list[str] = []
+>>> p = os.path.join(tempfile.mkdtemp(), "r.parquet")
+>>> with RecordWriter(p, R) as w:
+...     for k in (3, 1, 2):
+...         w.write(R(k=k, tags=[str(k)]), order=k)
+>>> [r.k for r in iter_records(p, R, chunk=2)], load_records(p, R)[0].tags
+([1, 2, 3], ['1'])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import types
+import typing
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _is_nested(annotation: Any) -> bool:
+    """True when a field's type is a model, list or dict (stored as JSON text in Parquet)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    origin = typing.get_origin(annotation)
+    if origin in (list, dict, tuple, set):
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_nested(a) for a in typing.get_args(annotation))
+    return annotation in (list, dict)
+
+
+def nested_fields(model: type[BaseModel]) -> frozenset[str]:
+    return frozenset(n for n, f in model.model_fields.items() if _is_nested(f.annotation))
+
+
+def _duck_type(annotation: Any, nested: bool) -> str:
+    if nested:
+        return "VARCHAR"
+    args = set(typing.get_args(annotation)) - {type(None)} or {annotation}
+    if args <= {bool}:
+        return "BOOLEAN"
+    if args <= {int}:
+        return "BIGINT"
+    if args <= {float, int}:
+        return "DOUBLE"
+    return "VARCHAR"
+
+
+def _sql_str(s: str) -> str:
+    return s.replace("'", "''")
+
+
+def flat_row(record: BaseModel, nested: frozenset[str]) -> dict[str, Any]:
+    """The record as a flat JSON-able row: nested fields as JSON text (the Parquet form)."""
+    row = record.model_dump(mode="json")
+    for n in nested:
+        row[n] = None if row[n] is None else json.dumps(row[n], sort_keys=True)
+    return row
+
+
+class RecordWriter:
+    """Stream records of one model into ``path`` (``.parquet``, or JSON Lines otherwise).
+
+    Rows go to a staging JSON Lines file beside the target as they come; :meth:`close` turns
+    it into the target in one DuckDB ``COPY`` (sorted by the ``order`` given to
+    :meth:`write`, when any) and renames it into place, so memory stays flat and a crash
+    never leaves half a file. An empty Parquet target is refused (no rows, no point): use
+    ``.jsonl`` (see ``evaluation.save_artifact``). Leaving the ``with`` block on an exception
+    discards the staging file and keeps whatever the target held before.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], model: type[BaseModel]):
+        self.path = Path(path)
+        self.model = model
+        self.count = 0
+        self._nested = nested_fields(model)
+        self._ordered: bool | None = None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._tmpdir = Path(tempfile.mkdtemp(prefix=f".{self.path.stem}.", dir=self.path.parent))
+        self._staging = self._tmpdir / "rows.jsonl"
+        self._fh = self._staging.open("w", encoding="utf-8")
+
+    def write(self, record: BaseModel, *, order: int | None = None) -> None:
+        """Append one record; ``order`` (all or none) sorts the target on close."""
+        if (order is not None) != bool(self._ordered) and self._ordered is not None:
+            raise ValueError("give an order to every record or to none")
+        self._ordered = order is not None
+        if self.path.suffix == ".parquet":
+            row = flat_row(record, self._nested)
+            if order is not None:
+                row["__order"] = order
+            self._fh.write(json.dumps(row))
+        else:
+            if order is not None:
+                raise ValueError("ordered writes need a .parquet target")
+            self._fh.write(record.model_dump_json())
+        self._fh.write("\n")
+        self.count += 1
+
+    def write_all(self, records: Iterable[BaseModel]) -> None:
+        for r in records:
+            self.write(r)
+
+    def close(self) -> Path:
+        self._fh.close()
+        try:
+            tmp = self._tmpdir / f"out{self.path.suffix}"
+            if self.path.suffix == ".parquet":
+                if not self.count:
+                    raise ValueError("cannot write an empty Parquet file: write .jsonl instead")
+                self._copy_parquet(tmp)
+            else:
+                self._staging.replace(tmp)
+            tmp.replace(self.path)
+        finally:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+        return self.path
+
+    def abort(self) -> None:
+        self._fh.close()
+        shutil.rmtree(self._tmpdir, ignore_errors=True)
+
+    def _copy_parquet(self, out: Path) -> None:
+        import duckdb
+
+        fields = self.model.model_fields
+        cols = {n: _duck_type(f.annotation, n in self._nested) for n, f in fields.items()}
+        if self._ordered:
+            cols["__order"] = "BIGINT"
+        spec = ", ".join(f"{json.dumps(n)}: '{t}'" for n, t in cols.items())
+        select = ", ".join(json.dumps(n) for n in fields)
+        order = " ORDER BY __order" if self._ordered else ""
+        con = duckdb.connect(config={"threads": 1, "memory_limit": "1GB",
+                                     "temp_directory": str(self._tmpdir)})
+        try:
+            con.execute(
+                f"COPY (SELECT {select} FROM read_json(?, format='newline_delimited', "
+                f"columns={{{spec}}}, maximum_object_size=67108864){order}) "
+                f"TO '{_sql_str(str(out))}' (FORMAT parquet)",
+                [str(self._staging)],
+            )
+        finally:
+            con.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, exc_type, *_exc: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def save_records(path: str | os.PathLike[str], records: Sequence[BaseModel]) -> Path:
+    """Write records to ``.jsonl`` / ``.json`` (JSON Lines) or ``.parquet`` (via DuckDB).
+
+    >>> import tempfile, os
+    >>> from sqleval_pipeline.records import Attempt
+    >>> p = os.path.join(tempfile.mkdtemp(), "a.jsonl")
+    >>> _ = save_records(p, [Attempt(config_version="c", case_id="q1", run_index=0, kind="refusal")])
+    >>> load_records(p, Attempt)[0].kind
+    'refusal'
+    """
+    path = Path(path)
+    if path.suffix == ".parquet" and not records:
+        raise ValueError("cannot write an empty Parquet file (no schema): write .jsonl instead")
+    model = type(records[0]) if records else BaseModel
+    with RecordWriter(path, model) as w:
+        w.write_all(records)
+    return path
+
+
+def _decode(model: type[M], names: list[str], row: tuple, nested: frozenset[str]) -> M:
+    data = dict(zip(names, row, strict=True))
+    for n in nested & data.keys():
+        if isinstance(data[n], str):
+            data[n] = json.loads(data[n])
+    return model.model_validate(data)
+
+
+def iter_records(path: str | os.PathLike[str], model: type[M], *, chunk: int = 1024,
+                 columns: Sequence[str] | None = None) -> Iterator[M]:
+    """Records of a file written by :func:`save_records` or :class:`RecordWriter`, one chunk
+    in memory at a time (``columns``: read only those fields of a Parquet file; the model
+    must accept the others missing)."""
+    path = Path(path)
+    if path.suffix != ".parquet":
+        with path.open(encoding="utf-8") as fh:
+            first = fh.read(1)
+            while first.isspace():
+                first = fh.read(1)
+            if first == "[":
+                yield from (model.model_validate(d) for d in json.loads(first + fh.read()))
+                return
+            fh.seek(0)
+            for line in fh:
+                if line.strip():
+                    yield model.model_validate_json(line)
+        return
+    import duckdb
+
+    nested = nested_fields(model)
+    select = ", ".join(json.dumps(c) for c in columns) if columns else "*"
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        cur = con.execute(f"SELECT {select} FROM read_parquet(?)", [str(path)])
+        names = [d[0] for d in cur.description]
+        while True:
+            rows = cur.fetchmany(chunk)
+            if not rows:
+                break
+            for row in rows:
+                yield _decode(model, names, row, nested)
+    finally:
+        con.close()
+
+
+def load_records(path: str | os.PathLike[str], model: type[M]) -> list[M]:
+    """Read records written by :func:`save_records` (``.jsonl``, ``.json`` or ``.parquet``).
+
+    A ``.json`` file may also hold a JSON array of records.
+    """
+    return list(iter_records(path, model, chunk=4096))
+
+
+def count_records(path: str | os.PathLike[str]) -> int:
+    """How many records a Parquet or JSON Lines file holds, without reading them."""
+    path = Path(path)
+    if path.suffix != ".parquet":
+        with path.open(encoding="utf-8") as fh:
+            return sum(1 for line in fh if line.strip())
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        return con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchone()[0]
+    finally:
+        con.close()
