@@ -46,11 +46,29 @@ def replicated_env(scale: int, store_root: Path):
     return dataclasses.replace(env, cases=cases, store=Store(store_root))
 
 
-def one(scale: int, config: str, store_root: Path, runs: int) -> dict:
+def make_every_sql_distinct() -> None:
+    """Worst case for the guard: every attempt's SQL text differs (a comment naming the case
+    and run), so nothing is executed once for several attempts."""
+    from sqleval_pipeline.generation.baseline import BaselineGenerator
+
+    plain = BaselineGenerator.generate
+
+    def generate(self, ctx):
+        out = plain(self, ctx)
+        if out.kind == "sql":
+            out.sql = f"{out.sql}\n-- {ctx.case_id} run {ctx.run_index}"
+        return out
+
+    BaselineGenerator.generate = generate
+
+
+def one(scale: int, config: str, store_root: Path, runs: int, distinct: bool = False) -> dict:
     """Evaluate ``config`` on the golden set replicated ``scale`` times (in this process)."""
     from sqleval_pipeline import evaluation as ev
     from sqleval_pipeline.configs import load_configs
 
+    if distinct:
+        make_every_sql_distinct()
     env = replicated_env(scale, store_root)
     loaded = {c.name: c for c in load_configs(env.configs_dir, project=env.project)}[config]
     t = time.perf_counter()
@@ -110,17 +128,20 @@ def main() -> None:
     ap.add_argument("--scales", type=int, nargs="+", default=[1, 10, 50, 150])
     ap.add_argument("--config", default="baseline-curated")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--distinct-sql", action="store_true",
+                    help="every attempt's SQL text differs (the guard's worst case)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--store", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one is not None:
-        print(json.dumps(one(args.one, args.config, Path(args.store), args.runs)))
+        print(json.dumps(one(args.one, args.config, Path(args.store), args.runs, args.distinct_sql)))
         return
     rows = []
     for scale in args.scales:
         with tempfile.TemporaryDirectory(prefix="sqleval-bench-") as tmp:
             rows.append(run_child(["--one", str(scale), "--store", tmp, "--config", args.config,
-                                   "--runs", str(args.runs)]))
+                                   "--runs", str(args.runs)]
+                                  + (["--distinct-sql"] if args.distinct_sql else [])))
         r = rows[-1]
         print(f"x{scale}: {r['attempts']} attempts in {r['wall']:.1f} s", file=sys.stderr)
     table(rows)

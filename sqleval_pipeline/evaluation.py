@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from sqleval_pipeline.configs import LoadedConfig, load_configs
 from sqleval_pipeline.environment import (  # noqa: F401
     Environment, EvaluationError, Progress, environment, find_config, select_cases,
 )
-from sqleval_pipeline.records import Attempt, Execution, Grade, load_records, save_records
+from sqleval_pipeline.records import Execution, Grade, load_records, save_records
 from sqleval_pipeline.store import BatchInfo
 
 log = logging.getLogger(__name__)
@@ -89,58 +88,73 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
 # ---- stage 2: guarded executions ----------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ExecutionSummary:
+    """What the executions stage stored: how many, by status (``refused:<layer>`` apart)."""
+
+    count: int
+    status: dict[str, int]
+
+
+def execution_summary(path: Path) -> ExecutionSummary:
+    import duckdb
+
+    if not path.exists():
+        return ExecutionSummary(0, {})
+    con = duckdb.connect()
+    try:
+        rows = con.execute(
+            "SELECT CASE WHEN status = 'refused' THEN 'refused:' || layer ELSE status END AS k, "
+            "count(*) FROM read_parquet(?) GROUP BY k ORDER BY k", [str(path)]).fetchall()
+    finally:
+        con.close()
+    return ExecutionSummary(sum(n for _k, n in rows), {k: n for k, n in rows})
+
+
 def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
-                     progress: Progress | None = None) -> list[Execution]:
-    """Run every SQL attempt of the batch through the guard (persisted once per batch)."""
+                     progress: Progress | None = None) -> ExecutionSummary:
+    """Run every SQL attempt of the batch through the guard (persisted once per batch),
+    streaming: one execution per distinct SQL text, results written as they come."""
     from sqleval_pipeline.guard.executor import GuardedExecutor
 
     out_path = env.store.artifact(batch.partition_key, batch.batch_id, "executions.parquet")
-    existing = load_artifact(out_path, Execution)
     policy = env.policy(loaded.config.guard or None)
-    if existing is not None:
+    if out_path.exists() or out_path.with_suffix(".jsonl").exists():
         if batch.policy_version != policy.version:
             raise EvaluationError(
                 f"batch {batch.batch_id} was executed under guard policy {batch.policy_version or 'unrecorded'}, "
                 f"not the current {policy.version}; evaluate again (without --batch) to execute its "
                 "attempts under the current policy in a new batch")
-        return existing
+        return execution_summary(out_path)
     if batch.policy_version not in (None, policy.version):
         raise EvaluationError(f"batch {batch.batch_id} belongs to guard policy {batch.policy_version}, "
                               f"not the current {policy.version}; evaluate again without --batch")
-    attempts = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
-                                               "attempts.parquet"), Attempt)
-    todo = [a for a in attempts if a.kind == "sql"]
+    from sqleval_pipeline.records import RecordWriter
+    from sqleval_pipeline.streams import attempts as stored_attempts
+    from sqleval_pipeline.streams import execute_stream
+
+    attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, "attempts.parquet")
+    total = batch.counts.get("sql") if batch.counts else None
     log_path = env.store.artifact(batch.partition_key, batch.batch_id, "guard_log.jsonl")
     log_path.unlink(missing_ok=True)
-    with GuardedExecutor(env.serving, as_of=env.as_of, policy=policy, log_path=log_path) as guard:
-        dialect = loaded.config.dialect
+    done = 0
 
-        def one(a: Attempt) -> Execution:
-            sql, executed = a.sql, None
-            if dialect:  # the system answers in another dialect: DuckDB's text goes to the guard
-                from sqleval_pipeline.dialect import TranspileError, to_duckdb
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress("executions", done, total if total is not None else done)
 
-                try:
-                    sql = executed = to_duckdb(a.sql, dialect)
-                except TranspileError as exc:
-                    return Execution(config_version=a.config_version, case_id=a.case_id,
-                                     run_index=a.run_index, status="error", error_source="sql",
-                                     error_code="transpile_failed",
-                                     error_message=f"cannot transpile from {dialect}: {exc}")
-            res = guard.execute(sql, log_extra={"config_version": a.config_version,
-                                                "case_id": a.case_id, "run_index": a.run_index})
-            ex = res.to_execution(a.config_version, a.case_id, a.run_index)
-            return ex.model_copy(update={"executed_sql": executed}) if executed else ex
-
-        executions: list[Execution] = []
-        # one thread per warm worker keeps the pool busy; map keeps the attempts' order
-        with ThreadPoolExecutor(max_workers=max(1, guard.pool.size)) as pool:
-            for ex in pool.map(one, todo):
-                executions.append(ex)
-                if progress:
-                    progress("executions", len(executions), len(todo))
-    save_artifact(out_path, executions)
-    return executions
+    with GuardedExecutor(env.serving, as_of=env.as_of, policy=policy, log_path=log_path) as guard, \
+            RecordWriter(out_path, Execution) as out:
+        # one thread per warm worker keeps the pool busy; results come in the attempts' order
+        out.write_all(execute_stream(stored_attempts(attempts_path, sql_only=True), guard,
+                                     workers=guard.pool.size, dialect=loaded.config.dialect,
+                                     on_done=tick))
+        if not out.count:  # "no SQL attempts" is a legitimate batch: an empty JSON Lines twin
+            out.abort()
+            save_records(out_path.with_suffix(".jsonl"), [])
+    return execution_summary(out_path)
 
 
 def save_artifact(path: Path, records: Sequence) -> None:
@@ -165,25 +179,41 @@ def load_executions(env: Environment, batch: BatchInfo) -> list[Execution]:
     return load_artifact(p, Execution) or []
 
 
+def iter_executions(env: Environment, batch: BatchInfo):
+    """The batch's executions in stored (attempt) order, streamed; none when there are none."""
+    from sqleval_pipeline.records import iter_records
+
+    p = env.store.artifact(batch.partition_key, batch.batch_id, "executions.parquet")
+    if p.exists():
+        return iter_records(p, Execution)
+    if p.with_suffix(".jsonl").exists():
+        return iter_records(p.with_suffix(".jsonl"), Execution)
+    return iter(())
+
+
 # ---- stage 3: grades ----------------------------------------------------------------------
+
+
+def grade_stream(env: Environment, batch: BatchInfo):
+    """The grade of every attempt of a stored batch under the current grader, in attempt
+    order, streamed (writes nothing)."""
+    from sqleval_pipeline.grading import grade_attempt
+    from sqleval_pipeline.streams import MissingExecution, joined
+
+    attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, "attempts.parquet")
+    cases = {c.id: c for c in env.cases}
+    try:
+        for a, ex in joined(attempts_path, iter_executions(env, batch)):
+            if a.case_id not in cases:
+                raise EvaluationError(f"attempt for unknown case {a.case_id} in batch {batch.batch_id}")
+            yield grade_attempt(cases[a.case_id], a, ex)
+    except MissingExecution as exc:
+        raise EvaluationError(str(exc)) from exc
 
 
 def grade_batch(env: Environment, batch: BatchInfo) -> list[Grade]:
     """Grade every attempt of a stored batch under the current grader (writes nothing)."""
-    from sqleval_pipeline.grading import grade_attempt
-
-    attempts = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
-                                               "attempts.parquet"), Attempt)
-    executions = {e.key: e for e in load_executions(env, batch)}
-    cases = {c.id: c for c in env.cases}
-    grades = []
-    for a in attempts:
-        if a.case_id not in cases:
-            raise EvaluationError(f"attempt for unknown case {a.case_id} in batch {batch.batch_id}")
-        if a.kind == "sql" and a.key not in executions:
-            raise EvaluationError(f"attempt {a.key} has no execution; run the executions stage")
-        grades.append(grade_attempt(cases[a.case_id], a, executions.get(a.key)))
-    return grades
+    return list(grade_stream(env, batch))
 
 
 def stage_grades(env: Environment, batch: BatchInfo) -> list[Grade]:
@@ -204,9 +234,11 @@ def stage_grades(env: Environment, batch: BatchInfo) -> list[Grade]:
         if card.exists():
             card.replace(card.with_name(f"scorecard.{old}.json"))
         out_path.replace(out_path.with_name(f"grades.{old}.parquet"))
-    grades = grade_batch(env, batch)
-    save_records(out_path, grades)
-    return grades
+    from sqleval_pipeline.records import RecordWriter
+
+    with RecordWriter(out_path, Grade) as out:
+        out.write_all(grade_stream(env, batch))
+    return load_records(out_path, Grade)
 
 
 # ---- stage 3b: diagnoses ------------------------------------------------------------------
@@ -240,31 +272,52 @@ def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
     from sqleval_pipeline.judging.base import JudgeInput, is_failure
     from sqleval_pipeline.records import Diagnosis
 
+    from sqleval_pipeline.streams import MissingExecution, joined
+
     out_path = env.store.artifact(batch.partition_key, batch.batch_id, "diagnoses.parquet")
     existing = load_artifact(out_path, Diagnosis) or []
     judges = judges_for(loaded, cache_dir=env.store.root / "judge_cache")
-    grades = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
-                                             "grades.parquet"), Grade)
-    failed = [g for g in grades if is_failure(g)]
-    attempts = {a.key: a for a in load_records(env.store.artifact(
-        batch.partition_key, batch.batch_id, "attempts.parquet"), Attempt)}
-    executions = {e.key: e for e in load_executions(env, batch)}
+    grades = {g.key: g for g in load_records(env.store.artifact(
+        batch.partition_key, batch.batch_id, "grades.parquet"), Grade) if is_failure(g)}
     cases = {c.id: c for c in env.cases}
+    kept = {j.name: {d.key: d for d in existing if d.judge == j.name and d.judge_version == j.version}
+            for j in judges}
+    new: dict[str, list] = {j.name: [] for j in judges}
+    attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, "attempts.parquet")
+
+    def judge_chunk(items: list) -> None:
+        for judge in judges:
+            todo = [i for i in items if i.grade.key not in kept[judge.name]]
+            if not todo:
+                continue
+            if hasattr(judge, "diagnose_all"):
+                made, errors = judge.diagnose_all(todo)
+                for key, err in errors:
+                    log.warning("judge %s gave no diagnosis for %s: %s", judge.name, key, err)
+            else:
+                made = [judge.diagnose(i) for i in todo]
+            new[judge.name] += made
+
+    # failed attempts only, a chunk at a time: what a judge reads (SQL, rows) is never held
+    # for the whole batch; a chunk ends at a case boundary so identical runs meet in one call
+    chunk: list = []
+    try:
+        for a, ex in joined(attempts_path, iter_executions(env, batch)):
+            g = grades.get(a.key)
+            if g is None:
+                continue
+            if len(chunk) >= 256 and chunk[-1].attempt.case_id != a.case_id:
+                judge_chunk(chunk)
+                chunk = []
+            chunk.append(JudgeInput(case=cases[g.case_id], attempt=a, execution=ex, grade=g))
+    except MissingExecution as exc:
+        raise EvaluationError(str(exc)) from exc
+    judge_chunk(chunk)
     result = []
     for judge in judges:
-        kept = {d.key: d for d in existing if d.judge == judge.name and d.judge_version == judge.version}
-        todo = [g for g in failed if g.key not in kept]
-        items = [JudgeInput(case=cases[g.case_id], attempt=attempts[g.key],
-                            execution=executions.get(g.key), grade=g) for g in todo]
-        if hasattr(judge, "diagnose_all"):
-            new, errors = judge.diagnose_all(items)
-            for key, err in errors:
-                log.warning("judge %s gave no diagnosis for %s: %s", judge.name, key, err)
-        else:
-            new = [judge.diagnose(i) for i in items]
-        result += [*kept.values(), *new]
+        result += [*kept[judge.name].values(), *new[judge.name]]
         if progress:
-            progress(f"judge {judge.name}", len(failed), len(failed))
+            progress(f"judge {judge.name}", len(grades), len(grades))
     save_artifact(out_path, result)
     return result
 

@@ -209,6 +209,7 @@ class GuardedExecutor:
         self.snapshot_id = self.snapshot_path.stem
         self.log_path = Path(log_path) if log_path else None
         self._log_lock = threading.Lock()
+        self._log_fh = None
         if verify_snapshot_objects:
             self._verify_objects()
         self.filter = StatementFilter(self.policy, database_names={self.snapshot_id})
@@ -369,18 +370,37 @@ class GuardedExecutor:
             return  # nobody listens: do not pay for the record
         rec = res.to_record(**(extra or {}))
         log.info("guard %s %s%s", res.status, res.layer or "", f" {res.reason}" if res.reason else "",
-                extra={"guard": rec})
-        if self.log_path is not None:
-            line = json.dumps(rec, default=encode_value, ensure_ascii=False)
-            with self._log_lock:
+                 extra={"guard": rec})
+        self._append(rec)
+
+    def log_reuse(self, res: GuardResult, extra: dict[str, Any]) -> None:
+        """Record that an attempt got the execution ``res`` made for the same SQL text earlier
+        (``extra`` names the attempt and, as ``same_sql_as``, the one it was made for)."""
+        if self.log_path is None and not log.isEnabledFor(logging.INFO):
+            return
+        rec = {**res.to_record(**extra), "event": "guarded_execution_reused", "elapsed_ms": 0.0}
+        log.info("guard reused %s", res.status, extra={"guard": rec})
+        self._append(rec)
+
+    def _append(self, rec: dict[str, Any]) -> None:
+        if self.log_path is None:
+            return
+        line = json.dumps(rec, default=encode_value, ensure_ascii=False)
+        with self._log_lock:
+            if self._log_fh is None:  # opened once, one write per record (a crash keeps them)
                 self.log_path.parent.mkdir(parents=True, exist_ok=True)
-                with self.log_path.open("a", encoding="utf-8") as fh:
-                    fh.write(line + "\n")
+                self._log_fh = self.log_path.open("a", encoding="utf-8")
+            self._log_fh.write(line + "\n")
+            self._log_fh.flush()
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
             self.pool.close()
+            with self._log_lock:
+                if self._log_fh is not None:
+                    self._log_fh.close()
+                    self._log_fh = None
 
     def __enter__(self) -> GuardedExecutor:
         return self

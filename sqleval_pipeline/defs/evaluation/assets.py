@@ -74,7 +74,7 @@ def eval_attempts(context: dg.AssetExecutionContext, config: AttemptsConfig,
                             progress=progress.reporter())
     return dg.MaterializeResult(metadata={
         **_where(env, run.batch, "attempts.parquet", "inputs.json"),
-        "attempts": len(run.attempts), "provider_calls": run.provider_calls,
+        "attempts": run.n_attempts, "provider_calls": run.provider_calls,
         "resumed": run.resumed, "kinds": dg.MetadataValue.json(run.batch.counts),
         "generator": loaded.config.generator.kind, "seconds": round(run.seconds, 2),
         "configuration_file": dg.MetadataValue.path(str(loaded.path)),
@@ -86,14 +86,10 @@ def eval_attempts(context: dg.AssetExecutionContext, config: AttemptsConfig,
 def eval_executions(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> dg.MaterializeResult:
     """Every SQL attempt run through the guard: rows, or a refusal by a named layer."""
     env, loaded, batch = _stage(context, sqleval, "eval_attempts")
-    execs = ev.stage_executions(env, loaded, batch, progress.reporter())
-    status: dict[str, int] = {}
-    for e in execs:
-        k = e.status if e.status != "refused" else f"refused:{e.layer}"
-        status[k] = status.get(k, 0) + 1
+    summary = ev.stage_executions(env, loaded, batch, progress.reporter())
     return dg.MaterializeResult(metadata={
-        **_where(env, batch, "executions.parquet"), "executions": len(execs),
-        "status": dg.MetadataValue.json(status), "guard_policy": batch.policy_version or ""})
+        **_where(env, batch, "executions.parquet"), "executions": summary.count,
+        "status": dg.MetadataValue.json(summary.status), "guard_policy": batch.policy_version or ""})
 
 
 @dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"},

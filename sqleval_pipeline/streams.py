@@ -1,0 +1,145 @@
+"""Streamed passes over a batch's stored records, in attempt order, in bounded memory.
+
+A batch's files are written in attempt order (case, then run): ``attempts.parquet`` by the
+attempts stage, ``executions.parquet`` (its SQL attempts only) by :func:`execute_stream`.
+The later stages walk them side by side (:func:`joined`) one chunk at a time, so no stage
+holds the batch's result sets: memory follows the chunk, not the golden set.
+
+Executions are made once per *distinct SQL text* per batch. Every guard layer is a pure
+function of the text for the batch's fixed snapshot and policy (read-only data, pinned clock),
+so runs that answered with the same text get the same execution; the guard log records the
+execution once and each reuse with the attempt it came from (``same_sql_as``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from sqleval_pipeline.records import Attempt, Execution, iter_records
+
+#: the attempt fields later stages need (the rendered prompt and raw response stay on disk)
+ATTEMPT_FIELDS = tuple(n for n in Attempt.model_fields if n not in ("prompt", "raw_response"))
+
+
+def attempts(path: Path, *, sql_only: bool = False, full: bool = False) -> Iterator[Attempt]:
+    """The attempts of a batch in stored order (without prompt and raw response unless
+    ``full``; only those that answered with SQL when ``sql_only``)."""
+    it = iter_records(path, Attempt, columns=None if full else ATTEMPT_FIELDS)
+    return (a for a in it if a.kind == "sql") if sql_only else it
+
+
+def joined(attempt_path: Path, executions: Iterable[Execution], *, full: bool = False
+           ) -> Iterator[tuple[Attempt, Execution | None]]:
+    """Each attempt with its execution (None for refusals and errors), walking both files in
+    step. An SQL attempt without its execution raises :class:`MissingExecution`."""
+    ex_it = iter(executions)
+    pending: Execution | None = None
+    for a in attempts(attempt_path, full=full):
+        if a.kind != "sql":
+            yield a, None
+            continue
+        if pending is None:
+            pending = next(ex_it, None)
+        if pending is None or pending.key != a.key:
+            raise MissingExecution(a.key)
+        yield a, pending
+        pending = None
+
+
+class MissingExecution(LookupError):
+    def __init__(self, key):
+        super().__init__(f"attempt {key} has no execution; run the executions stage")
+        self.key = key
+
+
+class _Memo:
+    """In-flight and finished executions by SQL text, bounded by the cells they hold."""
+
+    def __init__(self, max_cells: int = 2_000_000, max_entries: int = 8192):
+        self._d: OrderedDict[str, tuple[Future, dict]] = OrderedDict()
+        self.cells = 0
+        self.max_cells, self.max_entries = max_cells, max_entries
+
+    def get(self, sql: str):
+        found = self._d.get(sql)
+        if found is not None:
+            self._d.move_to_end(sql)
+        return found
+
+    def put(self, sql: str, fut: Future, first: dict) -> None:
+        self._d[sql] = (fut, first)
+
+    def settled(self, result) -> None:
+        """Account for a finished result; drop the oldest finished entries over budget."""
+        rs = getattr(result, "result", None)
+        self.cells += len(rs.rows) * max(1, len(rs.columns)) if rs is not None else 1
+        while (self.cells > self.max_cells or len(self._d) > self.max_entries) and self._d:
+            sql, (fut, _first) = next(iter(self._d.items()))
+            if not fut.done():
+                break
+            del self._d[sql]
+            old = fut.result()
+            ors = getattr(old, "result", None)
+            self.cells -= len(ors.rows) * max(1, len(ors.columns)) if ors is not None else 1
+
+
+def execute_stream(todo: Iterable[Attempt], guard, *, workers: int, dialect: str | None = None,
+                   on_done: Callable[[], None] | None = None) -> Iterator[Execution]:
+    """Executions of SQL attempts through ``guard``, in input order, at most ``4 x workers``
+    in flight; a text already executed in this pass is not executed again.
+
+    ``dialect``: the system answers in another dialect; its text is transpiled to DuckDB's (a
+    failure is the attempt's ``transpile_failed`` error; the DuckDB text is kept as
+    ``executed_sql``)."""
+    from sqleval_pipeline.dialect import TranspileError, to_duckdb
+
+    memo = _Memo()
+    window: deque = deque()
+
+    def key_of(a: Attempt) -> dict:
+        return {"config_version": a.config_version, "case_id": a.case_id, "run_index": a.run_index}
+
+    def finish(item) -> Execution:
+        a, executed, fut, first = item
+        if fut is None:  # transpile failure: made without the guard
+            return executed
+        res = fut.result()
+        if first is not None:
+            guard.log_reuse(res, {**key_of(a), "same_sql_as": first})
+        else:
+            memo.settled(res)
+        ex = res.to_execution(a.config_version, a.case_id, a.run_index)
+        return ex.model_copy(update={"executed_sql": executed}) if executed else ex
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for a in todo:
+            sql, executed = a.sql, None
+            if dialect:
+                try:
+                    sql = executed = to_duckdb(a.sql, dialect)
+                except TranspileError as exc:
+                    err = Execution(config_version=a.config_version, case_id=a.case_id,
+                                    run_index=a.run_index, status="error", error_source="sql",
+                                    error_code="transpile_failed",
+                                    error_message=f"cannot transpile from {dialect}: {exc}")
+                    window.append((a, err, None, None))
+                    sql = None
+            if sql is not None:
+                found = memo.get(sql)
+                if found is not None:
+                    window.append((a, executed, found[0], found[1]))
+                else:
+                    fut = pool.submit(guard.execute, sql, log_extra=key_of(a))
+                    memo.put(sql, fut, key_of(a))
+                    window.append((a, executed, fut, None))
+            while len(window) > 4 * max(1, workers):
+                yield finish(window.popleft())
+                if on_done:
+                    on_done()
+        while window:
+            yield finish(window.popleft())
+            if on_done:
+                on_done()
