@@ -44,8 +44,8 @@ test-browser: $(STAMP)
 	$(BIN)/python -m pytest -q -m browser
 
 ui: $(STAMP)
-	@dh="$(DAGSTER_HOME_DIR)"; mkdir -p "$$dh"; \
-	test -f "$$dh/dagster.yaml" || printf 'telemetry:\n  enabled: false\n' > "$$dh/dagster.yaml"; \
+	@dh="$(DAGSTER_HOME_DIR)"; \
+	SQLEVAL_PROJECT=$(PROJECT_DIR) $(BIN)/python -c "from sqleval_pipeline.orchestrate import ensure_dagster_home as e; from sqleval_pipeline.project import current as c; p = c(); e(p.home, p.spec.orchestration)"; \
 	cd "$(PROJECT_DIR)" && PATH=$(CURDIR)/$(BIN):$$PATH DAGSTER_HOME="$$dh" \
 	  SQLEVAL_PROJECT="$(PROJECT_DIR)" $(CURDIR)/$(BIN)/dagster dev -w $(CURDIR)/workspace.yaml -h $(HOST) -p $(PORT)
 

@@ -123,6 +123,97 @@ def table(rows: list[dict]) -> None:
             print(f"  {s:<11} {a * 1e3:8.3f} ms -> {b * 1e3:8.3f} ms  ({b / a if a else float('nan'):.2f}x)")
 
 
+# ---- several configurations at once, through the CLI (Dagster, one instance, one store) ----
+
+
+def scratch_project(root: Path, scale: int, n_configs: int) -> Path:
+    """A project beside the demo: the demo's dbt project, snapshot and policy, a golden set
+    replicated ``scale`` times and ``n_configs`` versions of the curated baseline (they differ
+    in ``context.retrieval_k``, which the baseline does not read: same answers, other
+    versions), building into ``root/home``."""
+    import shutil
+
+    import yaml
+
+    from sqleval_pipeline.project import current
+
+    demo = current()
+    spec = yaml.safe_load(demo.file.read_text())
+    (root / "golden").mkdir(parents=True)
+    (root / "configs").mkdir()
+    env_cases = replicated_env(scale, root / "unused").cases
+    (root / "golden" / "commerce.jsonl").write_text(
+        "".join(c.to_json_line() + "\n" for c in env_cases))
+    base = yaml.safe_load((demo.configs_dir / "baseline_curated.yaml").read_text())
+    for i in range(n_configs):
+        cfg = {**base, "name": f"bench-{i}", "context": {**base["context"], "retrieval_k": i + 1}}
+        cfg.pop("baseline", None)
+        (root / "configs" / f"bench_{i}.yaml").write_text(yaml.safe_dump(cfg))
+    here = demo.root
+    spec["dbt"]["project_dir"] = str(here / spec["dbt"]["project_dir"])
+    spec["validation"] = str(here / spec["validation"])
+    p = spec["paths"]
+    for k in ("guard_policy", "glossary", "labels", "snapshots"):
+        p[k] = str(here / p[k])
+    p.update(golden=str(root / "golden"), configs=str(root / "configs"),
+             decisions=str(root / "decisions.yaml"), build=str(root / "home"))
+    (root / "sqleval.yaml").write_text(yaml.safe_dump(spec))
+    shutil.copytree(demo.home.snapshot_dir, root / "home" / "snapshots")
+    return root
+
+
+def concurrent(n: int, scale: int) -> None:
+    """``n`` configuration versions evaluated by ``n`` CLI processes at once in one project
+    (one Dagster instance, one store), then one after another in a second project: wall time
+    and per-version fingerprints of the stored grades and scorecards (must be equal)."""
+    exe = Path(sys.executable).parent / "sqleval"
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="sqleval-conc-") as tmp:
+        for mode in ("concurrent", "sequential"):
+            proj = scratch_project(Path(tmp) / mode, scale, n)
+            env = {**os.environ, "SQLEVAL_PROJECT": str(proj)}
+            env.pop("SQLEVAL_HOME", None)
+            cmds = [[str(exe), "run", "-c", str(proj / "configs" / f"bench_{i}.yaml")] for i in range(n)]
+            t = time.perf_counter()
+            if mode == "concurrent":
+                procs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          text=True) for c in cmds]
+                outs = [(p.wait(), p.stdout.read()) for p in procs]
+            else:
+                outs = []
+                for c in cmds:
+                    r = subprocess.run(c, env=env, capture_output=True, text=True)
+                    outs.append((r.returncode, r.stdout + r.stderr))
+            wall = time.perf_counter() - t
+            failed = [o for rc, o in outs if rc != 0]
+            if failed:
+                raise SystemExit(f"{mode}: {len(failed)} run(s) failed:\n{failed[0][-3000:]}")
+            results[mode] = (wall, fingerprints(proj))
+    (cw, cf), (sw, sf) = results["concurrent"], results["sequential"]
+    print(f"{n} configuration versions, golden set x{scale}, each through `sqleval run` "
+          "(Dagster, one instance, one store)")
+    print(f"  at once:         {cw:7.1f} s")
+    print(f"  one after other: {sw:7.1f} s")
+    same = all(cf[k][0] == sf[k][0] for k in sf) and cf.keys() == sf.keys()
+    for k in sorted(sf):
+        print(f"  {k:<14} {cf.get(k, ('-',))[0]}  {sf[k][0]}  attempts {sf[k][1]}")
+    print(f"  stored results identical: {'yes' if same else 'NO'}")
+    if not same:
+        raise SystemExit(1)
+
+
+def fingerprints(project_root: Path) -> dict[str, tuple[str, int]]:
+    from sqleval_pipeline.store import Store
+
+    store = Store(project_root / "home" / "store")
+    out = {}
+    env = type("E", (), {"store": store})
+    for key in store.partitions():
+        b = store.latest(key, complete_only=True)
+        out[key.split("@")[0]] = (fingerprint(env, b), len(b.case_ids) * b.runs)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scales", type=int, nargs="+", default=[1, 10, 50, 150])
@@ -130,11 +221,17 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--distinct-sql", action="store_true",
                     help="every attempt's SQL text differs (the guard's worst case)")
+    ap.add_argument("--concurrent", type=int, metavar="N",
+                    help="N configuration versions at once vs one after another (with --scale)")
+    ap.add_argument("--scale", type=int, default=10)
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--store", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one is not None:
         print(json.dumps(one(args.one, args.config, Path(args.store), args.runs, args.distinct_sql)))
+        return
+    if args.concurrent:
+        concurrent(args.concurrent, args.scale)
         return
     rows = []
     for scale in args.scales:

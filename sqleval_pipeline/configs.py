@@ -209,6 +209,39 @@ class LoadedConfig(BaseModel):
     def partition_key(self) -> str:
         return f"{self.config.name}@{self.version}"
 
+    @property
+    def provider(self) -> str | None:
+        """The model provider this configuration's runs call, as the run tag
+        ``sqleval/provider`` names it (the run queue limits runs per provider); None for an
+        offline generator."""
+        return provider_of(self.config.generator)
+
+
+def provider_of(generator: Any) -> str | None:
+    """``anthropic`` (or ``anthropic:<host>`` off the SDK's default), ``openai:<host>``,
+    ``http:<host>``; None for offline generators (baseline, recorded, callable). A URL held in
+    an environment variable is read from it; unset, the variable's name stands in.
+
+    >>> provider_of(OpenAISettings(model="m", base_url="http://127.0.0.1:8000/v1"))
+    'openai:127.0.0.1:8000'
+    >>> provider_of(AnthropicSettings(model="m")), provider_of(BaselineSettings())
+    ('anthropic', None)
+    """
+    import os
+    from urllib.parse import urlsplit
+
+    kind = generator.kind
+    if kind == "anthropic":
+        return f"anthropic:{urlsplit(generator.base_url).netloc}" if generator.base_url else "anthropic"
+    if kind in ("openai", "http"):
+        url = generator.base_url if kind == "openai" else generator.url
+        env = generator.base_url_env if kind == "openai" else generator.url_env
+        if not url and env:
+            url = os.environ.get(env) or f"//${env}"
+        host = urlsplit(url).netloc if url else ("api.openai.com" if kind == "openai" else "unset")
+        return f"{kind}:{host}"
+    return None
+
 
 class ConfigError(ValueError):
     """A configuration file is invalid; the message names the file and the field."""

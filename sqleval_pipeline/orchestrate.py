@@ -8,6 +8,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqleval_pipeline import paths
@@ -41,12 +42,52 @@ class RunSummary:
     checks: dict[str, bool] = field(default_factory=dict)
 
 
-def ensure_dagster_home(home: paths.Home) -> str:
+#: the first line of a dagster.yaml that sqleval writes (and rewrites when the project's
+#: orchestration settings change); a file without it is the team's own and is left alone
+MANAGED = "# sqleval: written from the project file (orchestration); delete this line to edit by hand"
+
+
+def instance_yaml(settings=None) -> str:
+    r"""The Dagster instance settings sqleval runs with: no telemetry; a run queue that keeps
+    ``max_concurrent_runs`` in progress and at most ``runs_per_provider`` per model provider
+    (run tag ``sqleval/provider``).
+
+    >>> print(instance_yaml().split("\n", 1)[1])  # doctest: +ELLIPSIS
+    telemetry:
+      enabled: false
+    concurrency:
+      runs:
+        max_concurrent_runs: 4
+        tag_concurrency_limits:
+          - key: sqleval/provider
+            value:
+              applyLimitPerUniqueValue: true
+            limit: 1
+    <BLANKLINE>
+    """
+    from sqleval_pipeline.defs.evaluation.sensors import PROVIDER_TAG
+    from sqleval_pipeline.project import OrchestrationSettings
+
+    s = settings or OrchestrationSettings()
+    return (f"{MANAGED}\ntelemetry:\n  enabled: false\nconcurrency:\n  runs:\n"
+            f"    max_concurrent_runs: {s.max_concurrent_runs}\n    tag_concurrency_limits:\n"
+            f"      - key: {PROVIDER_TAG}\n        value:\n          applyLimitPerUniqueValue: true\n"
+            f"        limit: {s.runs_per_provider}\n")
+
+
+def ensure_dagster_home(home: paths.Home, settings=None) -> str:
+    """Create the project's Dagster instance folder; write its ``dagster.yaml`` from the
+    project's orchestration settings unless the team manages that file itself."""
     dh = home.dagster_home
     dh.mkdir(parents=True, exist_ok=True)
     cfg = dh / "dagster.yaml"
-    if not cfg.exists():
-        cfg.write_text("telemetry:\n  enabled: false\n")
+    text = instance_yaml(settings)
+    current = cfg.read_text() if cfg.exists() else None
+    if current is None or (current.startswith(MANAGED) and current != text) or \
+            current == "telemetry:\n  enabled: false\n":  # the file earlier versions wrote
+        from sqleval_pipeline.textfiles import write_atomically
+
+        write_atomically(cfg, text)
     os.environ["DAGSTER_HOME"] = str(dh)
     return str(dh)
 
@@ -96,7 +137,7 @@ def materialize(groups: list[str], run_config: dict | None = None,
     With ``partition_key`` (a configuration version), the key is registered as a dynamic
     partition first (as the sensor would) and the partitioned assets run for it."""
     project = project or current_project()
-    ensure_dagster_home(project.home)
+    ensure_dagster_home(project.home, project.spec.orchestration)
     import getpass
 
     import dagster as dg
@@ -108,6 +149,11 @@ def materialize(groups: list[str], run_config: dict | None = None,
     if run_config:
         config.update(run_config)
     run_tags = {"sqleval/trigger": "cli", "sqleval/user": _user(getpass), **(tags or {})}
+    if partition_key:  # the provider it calls, as queued runs of it are tagged
+        from sqleval_pipeline.defs.evaluation.sensors import provider_tags
+
+        run_tags = {**provider_tags(Path(configs_dir) if configs_dir else None, project)
+                    .get(partition_key, {}), **run_tags}
     started = time.perf_counter()
     with dg.DagsterInstance.get() as instance:  # (entered: resolving the job reads its state)
         job = defs.resolve_job_def(job_for(groups))

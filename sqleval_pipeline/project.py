@@ -111,6 +111,15 @@ class JudgingSettings(_Strict):
     min_kappa: float = Field(0.6, ge=-1, le=1, description="Cohen's kappa a judge needs")
 
 
+class OrchestrationSettings(_Strict):
+    """How many evaluations the Dagster run queue starts at once (docs/project.md)."""
+
+    max_concurrent_runs: int = Field(4, ge=1, description="runs the queue keeps in progress")
+    runs_per_provider: int = Field(1, ge=1, description="runs in progress per model provider "
+                                   "(tag sqleval/provider): one provider's rate limit is "
+                                   "shared by every run that calls it")
+
+
 class ProjectPaths(_Strict):
     golden: str = "evals/golden"
     configs: str = "evals/configs"
@@ -140,6 +149,7 @@ class ProjectSpec(_Strict):
                             "the served models), none, or a path to an expectations YAML file")
     taxonomy: Taxonomy = Field(default_factory=Taxonomy)
     judging: JudgingSettings = Field(default_factory=JudgingSettings)
+    orchestration: OrchestrationSettings = Field(default_factory=OrchestrationSettings)
     paths: ProjectPaths = Field(default_factory=ProjectPaths)
 
     @field_validator("sensitive_schemas")

@@ -22,7 +22,7 @@ def ui(
     from sqleval_pipeline.warehouse import dbt
 
     proj = project()
-    dagster_home = ensure_dagster_home(proj.home)
+    dagster_home = ensure_dagster_home(proj.home, proj.spec.orchestration)
     dbt.parse(proj)  # the definitions need the manifest; parse once here, not per step
     exe = Path(sys.executable).parent / "dagster"
     env = {**os.environ, "DAGSTER_HOME": dagster_home, "SQLEVAL_PROJECT": str(proj.file),

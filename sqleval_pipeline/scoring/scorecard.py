@@ -33,6 +33,7 @@ import json
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -146,7 +147,9 @@ class CaseResult(BaseModel):
     failure_categories: list[str] = Field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        return case_counts(self.band, self.outcomes)
+        """This case's numerators and denominators (read-only: shared by every case with the
+        same band and outcomes, computed once)."""
+        return _counts_of(self.band, tuple(self.outcomes))
 
     @property
     def graded(self) -> int:
@@ -230,6 +233,18 @@ class Scorecard(BaseModel):
 # --------------------------------------------------------------------------- counting
 
 
+@lru_cache(maxsize=8192)
+def _counts_of(band: str, outcomes: tuple[str | None, ...]) -> dict[str, int]:
+    """:func:`case_counts`, remembered: a band with a few runs has few outcome patterns, and a
+    scorecard reads every case's counts once per metric and slice. Read-only."""
+    return case_counts(band, outcomes)
+
+
+def outcome_counts(band: str, outcome: str | None) -> dict[str, int]:
+    """:func:`case_counts` of one attempt; read-only."""
+    return _counts_of(band, (outcome,))
+
+
 def case_counts(band: str, outcomes: Iterable[str | None]) -> dict[str, int]:
     """Numerators and denominators contributed by one case's attempts."""
     c = Counter(o for o in outcomes if o is not None)
@@ -291,7 +306,7 @@ def _slice(cases: Sequence[CaseResult], runs: Sequence[int], *, seed: int, resam
         num = den = ex = 0
         for c in cases:
             if r in c.runs:
-                cnt = case_counts(c.band, [c.outcomes[c.runs.index(r)]])
+                cnt = outcome_counts(c.band, c.outcomes[c.runs.index(r)])
                 num += cnt["facts"]
                 ex += cnt["exact"]
                 den += cnt["answerable"]
@@ -556,7 +571,9 @@ def calibrated_refusal(a: Scorecard, b: Scorecard, *, strict: str | None = None)
         if c.band in ANSWERABLE_BANDS and c.graded and c.outcomes.count("DEFERRED_WRONGLY") * 2 > c.graded
     )
     perm_cases = [c for c in perm_sc.cases if c.outcomes and any(o is not None for o in c.outcomes)]
-    on_declined = rate([c for c in perm_cases if c.case_id in set(declined)], "accuracy", seed=0, resamples=0, with_ci=False)
+    declined_set = set(declined)
+    on_declined = rate([c for c in perm_cases if c.case_id in declined_set], "accuracy", seed=0,
+                       resamples=0, with_ci=False)
     overall = rate(perm_cases, "accuracy", seed=0, resamples=0, with_ci=False)
     gap = None
     if on_declined.value is not None and overall.value is not None:

@@ -31,11 +31,33 @@ POWER_FORMULA = (
 )
 
 
+#: resampled indices drawn at a time (rows x units): memory stays at a few MB whatever the
+#: number of cases (a 2,000 x 10,000 index matrix alone is 160 MB)
+CHUNK_CELLS = 1 << 20
+
+
 def _ratio_draws(num: np.ndarray, den: np.ndarray, idx: np.ndarray) -> np.ndarray:
     n = num[idx].sum(axis=1)
     d = den[idx].sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(d > 0, n / np.where(d > 0, d, 1), np.nan)
+
+
+def _index_chunks(rng: np.random.Generator, units: int, resamples: int):
+    """The ``resamples x units`` bootstrap index matrix, a block of rows at a time. The blocks
+    are the rows ``rng.integers(0, units, size=(resamples, units))`` would give in one call
+    (the generator's stream is consumed in the same order), so chunking changes no interval."""
+    rows = max(1, CHUNK_CELLS // max(1, units))
+    done = 0
+    while done < resamples:
+        k = min(rows, resamples - done)
+        yield rng.integers(0, units, size=(k, units))
+        done += k
+
+
+def _draws(rng, num: np.ndarray, den: np.ndarray, resamples: int) -> np.ndarray:
+    return np.concatenate([_ratio_draws(num, den, idx)
+                           for idx in _index_chunks(rng, len(num), resamples)])
 
 
 def _interval(draws: np.ndarray, level: float) -> tuple[float | None, float | None]:
@@ -63,9 +85,7 @@ def cluster_bootstrap_ratio(
     num_a, den_a = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     if not len(num_a) or den_a.sum() <= 0:
         return None, None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(num_a), size=(resamples, len(num_a)))
-    return _interval(_ratio_draws(num_a, den_a, idx), level)
+    return _interval(_draws(np.random.default_rng(seed), num_a, den_a, resamples), level)
 
 
 def bootstrap_variance(num: Sequence[float], den: Sequence[float], *, resamples: int = DEFAULT_RESAMPLES,
@@ -74,9 +94,7 @@ def bootstrap_variance(num: Sequence[float], den: Sequence[float], *, resamples:
     num_a, den_a = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     if len(num_a) < 2 or den_a.sum() <= 0:
         return None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(num_a), size=(resamples, len(num_a)))
-    draws = _ratio_draws(num_a, den_a, idx)
+    draws = _draws(np.random.default_rng(seed), num_a, den_a, resamples)
     draws = draws[~np.isnan(draws)]
     return float(np.var(draws)) if len(draws) > 1 else None
 
@@ -96,8 +114,9 @@ def paired_bootstrap_delta(
     if not len(nb) or db.sum() <= 0 or dc.sum() <= 0:
         return None, None
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(nb), size=(resamples, len(nb)))
-    return _interval(_ratio_draws(nc, dc, idx) - _ratio_draws(nb, db, idx), level)
+    deltas = np.concatenate([_ratio_draws(nc, dc, idx) - _ratio_draws(nb, db, idx)
+                             for idx in _index_chunks(rng, len(nb), resamples)])
+    return _interval(deltas, level)
 
 
 def mcnemar_exact(b: int, c: int) -> float:

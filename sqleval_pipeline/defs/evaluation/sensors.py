@@ -10,11 +10,21 @@ from sqleval_pipeline.defs.evaluation.partitions import config_versions
 from sqleval_pipeline.defs.resources import SqlevalHome
 
 
+PROVIDER_TAG = "sqleval/provider"
+
+
 def config_partition_keys(configs_dir: Path | None = None, project=None,
                           errors: list[str] | None = None) -> dict[str, bool]:
     """Current partition key of every configuration → whether it is active."""
     return {c.partition_key: c.config.active
             for c in load_configs(configs_dir, project=project, errors=errors)}
+
+
+def provider_tags(configs_dir: Path | None = None, project=None) -> dict[str, dict[str, str]]:
+    """Partition key → the run tags that name its model provider (``sqleval/provider``; none
+    for offline generators): the run queue's per-provider limit reads them."""
+    return {c.partition_key: {PROVIDER_TAG: c.provider} if c.provider else {}
+            for c in load_configs(configs_dir, project=project, errors=[])}
 
 
 @dg.sensor(job=evaluate_job, minimum_interval_seconds=60,
@@ -35,9 +45,12 @@ def new_configuration_versions(context: dg.SensorEvaluationContext, sqleval: Sql
     new = [k for k in active if k not in existing]  # inactive ones are never registered
     if not new:
         return dg.SkipReason("no new version of an active configuration")
+    providers = provider_tags(Path(sqleval.configs_dir) if sqleval.configs_dir else None,
+                              sqleval.project)
     return dg.SensorResult(
         run_requests=[dg.RunRequest(partition_key=k, run_key=f"register:{k}",
-                                    tags={"sqleval/trigger": "new-version"}) for k in new],
+                                    tags={"sqleval/trigger": "new-version", **providers.get(k, {})})
+                      for k in new],
         dynamic_partitions_requests=[config_versions.build_add_request(new)],
         asset_events=superseded(existing, new),
     )

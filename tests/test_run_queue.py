@@ -1,0 +1,81 @@
+"""Several configurations at once: the Dagster run queue the project file configures, and the
+provider tag every queued evaluation run carries."""
+
+import datetime as dt
+
+import dagster as dg
+import pytest
+import yaml
+
+from sqleval_pipeline.orchestrate import MANAGED, ensure_dagster_home, instance_yaml
+from sqleval_pipeline.paths import Home
+from sqleval_pipeline.project import OrchestrationSettings
+
+
+def queue_config(dagster_home):
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        return instance.get_concurrency_config().run_queue_config
+
+
+def test_the_instance_runs_the_queue_the_project_file_sets(tmp_path, monkeypatch):
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    home = Home(tmp_path / "build")
+    ensure_dagster_home(home, OrchestrationSettings(max_concurrent_runs=3, runs_per_provider=2))
+    q = queue_config(home.dagster_home)
+    assert q.max_concurrent_runs == 3
+    assert q.tag_concurrency_limits == [{"key": "sqleval/provider", "limit": 2,
+                                         "value": {"applyLimitPerUniqueValue": True}}]
+    # the settings change: the file sqleval wrote follows them
+    ensure_dagster_home(home, OrchestrationSettings(max_concurrent_runs=5))
+    q = queue_config(home.dagster_home)
+    assert q.max_concurrent_runs == 5 and q.tag_concurrency_limits[0]["limit"] == 1
+
+
+def test_a_dagster_yaml_the_team_edited_is_left_alone(tmp_path, monkeypatch):
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    home = Home(tmp_path / "build")
+    home.dagster_home.mkdir(parents=True)
+    own = "telemetry:\n  enabled: false\nconcurrency:\n  runs:\n    max_concurrent_runs: 9\n"
+    (home.dagster_home / "dagster.yaml").write_text(own)
+    ensure_dagster_home(home, OrchestrationSettings(max_concurrent_runs=2))
+    assert (home.dagster_home / "dagster.yaml").read_text() == own
+    # the bare file earlier versions wrote is replaced by the managed one
+    (home.dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    ensure_dagster_home(home, OrchestrationSettings(max_concurrent_runs=2))
+    text = (home.dagster_home / "dagster.yaml").read_text()
+    assert text.startswith(MANAGED) and yaml.safe_load(text)["concurrency"]["runs"]["max_concurrent_runs"] == 2
+
+
+def test_the_project_file_rejects_a_queue_of_no_runs():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="runs_per_provider"):
+        OrchestrationSettings(runs_per_provider=0)
+    assert "max_concurrent_runs: 4" in instance_yaml()
+
+
+@pytest.mark.slow
+def test_nightly_runs_name_their_provider_and_offline_ones_none(tmp_path):
+    from sqleval_pipeline.configs import load_configs
+    from sqleval_pipeline.defs.evaluation.schedules import nightly_evaluation
+    from sqleval_pipeline.defs.resources import SqlevalHome
+    from sqleval_pipeline.project import current
+
+    p = current()
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "a.yaml").write_text("name: offline\ngenerator: {kind: baseline}\n")
+    (folder / "b.yaml").write_text("name: local-llm\ngenerator: {kind: openai, model: m, "
+                                   "base_url: 'http://10.1.2.3:8000/v1', api_key_env: null}\n")
+    (folder / "c.yaml").write_text("name: claude\ngenerator: {kind: anthropic, model: claude-x}\n")
+    loaded = {c.name: c for c in load_configs(folder, project=p, errors=[])}
+    res = {"sqleval": SqlevalHome(project_file=str(p.file), root=str(p.home.root),
+                                  configs_dir=str(folder))}
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("config_versions", [c.partition_key for c in loaded.values()])
+        ctx = dg.build_schedule_context(instance=instance, resources=res,
+                                        scheduled_execution_time=dt.datetime(2026, 12, 2, 2, 0))
+        requests = {r.partition_key: r.tags for r in nightly_evaluation(ctx)}
+    assert requests[loaded["local-llm"].partition_key]["sqleval/provider"] == "openai:10.1.2.3:8000"
+    assert requests[loaded["claude"].partition_key]["sqleval/provider"] == "anthropic"
+    assert "sqleval/provider" not in requests[loaded["offline"].partition_key]
