@@ -123,6 +123,75 @@ def table(rows: list[dict]) -> None:
             print(f"  {s:<11} {a * 1e3:8.3f} ms -> {b * 1e3:8.3f} ms  ({b / a if a else float('nan'):.2f}x)")
 
 
+# ---- provider-bound: a loopback OpenAI-compatible fake with a fixed latency -----------------
+
+
+def serve_fake(latency: float) -> None:
+    """Serve the OpenAI-compatible fake (in its own process, as a real provider is) until
+    stdin closes; print its base URL first."""
+    from tests.generation.fakes import FakeOpenAI, sql
+
+    fake = FakeOpenAI(default=sql("SELECT count(*) AS n FROM fct_orders"), latency=latency)
+    fake.requests = _Discard()  # 30k request bodies are not kept
+    with fake:
+        print(fake.base_url, flush=True)
+        sys.stdin.read()
+
+
+class _Discard(list):
+    def append(self, _item) -> None:
+        pass
+
+
+def provider_one(scale: int, store_root: Path, runs: int, base_url: str, concurrency: int,
+                 latency: float) -> dict:
+    """The attempts stage (then the rest) of an OpenAI-compatible configuration whose calls
+    take ``latency`` seconds, with ``concurrency`` calls in flight."""
+    import yaml
+
+    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.configs import load_configs
+
+    env = replicated_env(scale, store_root)
+    folder = store_root / "configs"
+    folder.mkdir(parents=True)
+    (folder / "llm.yaml").write_text(yaml.safe_dump({
+        "name": "bench-llm", "generator": {"kind": "openai", "model": "bench-model",
+                                           "base_url": base_url + "/v1", "api_key_env": None},
+        "context": {"prompt_template": "evals/prompts/text_to_sql_v1.j2", "retrieval_k": 6,
+                    "curation": True, "few_shot_examples": 3},
+        "runs": runs, "concurrency": concurrency, "max_retries": 0, "judge": "rules"}))
+    (loaded,) = load_configs(folder, project=env.project)
+    t = time.perf_counter()
+    run = ev.stage_attempts(env, loaded)
+    attempts_s = time.perf_counter() - t
+    calls = len(env.cases) * runs
+    assert run.provider_calls == calls, (run.provider_calls, calls)
+    ideal = calls * latency / concurrency
+    return {"scale": scale, "attempts": calls, "attempts_s": attempts_s, "ideal_s": ideal,
+            "ratio": attempts_s / ideal if ideal else float("inf"), "errors": run.batch.counts.get("error", 0),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def provider(scale: int, runs: int, latency: float, concurrency: int) -> None:
+    fake = subprocess.Popen([sys.executable, __file__, "--serve-fake", str(latency)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        base_url = fake.stdout.readline().strip()
+        with tempfile.TemporaryDirectory(prefix="sqleval-bench-") as tmp:
+            r = run_child(["--provider-one", str(scale), "--store", tmp, "--runs", str(runs),
+                           "--base-url", base_url, "--latency", str(latency),
+                           "--concurrency", str(concurrency)])
+    finally:
+        fake.stdin.close()
+        fake.wait(timeout=10)
+    print(f"provider-bound: {r['attempts']} calls, {latency * 1000:.0f} ms each, "
+          f"concurrency {concurrency}")
+    print(f"  attempts stage {r['attempts_s']:.1f} s, ideal {r['ideal_s']:.1f} s "
+          f"(calls x latency / concurrency): {r['ratio']:.3f}x (target <= 1.15); "
+          f"errors {r['errors']}; peak RSS {r['peak_rss_mb']:.0f} MB")
+
+
 # ---- several configurations at once, through the CLI (Dagster, one instance, one store) ----
 
 
@@ -224,11 +293,28 @@ def main() -> None:
     ap.add_argument("--concurrent", type=int, metavar="N",
                     help="N configuration versions at once vs one after another (with --scale)")
     ap.add_argument("--scale", type=int, default=10)
+    ap.add_argument("--provider", action="store_true",
+                    help="provider-bound run against a loopback fake (with --scale, --latency)")
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--provider-one", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--serve-fake", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--base-url", help=argparse.SUPPRESS)
     ap.add_argument("--store", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one is not None:
         print(json.dumps(one(args.one, args.config, Path(args.store), args.runs, args.distinct_sql)))
+        return
+    if args.serve_fake is not None:
+        serve_fake(args.serve_fake)
+        return
+    if args.provider_one is not None:
+        print(json.dumps(provider_one(args.provider_one, Path(args.store), args.runs, args.base_url,
+                                      args.concurrency, args.latency)))
+        return
+    if args.provider:
+        provider(args.scale, args.runs, args.latency, args.concurrency)
         return
     if args.concurrent:
         concurrent(args.concurrent, args.scale)

@@ -221,6 +221,7 @@ def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
                         comparisons=comparisons)
     env.store.write_json(batch.partition_key, batch.batch_id, COMPARISONS_FILE,
                          report.model_dump(mode="json"))
+    env.store.publish(batch)
     return report
 
 

@@ -74,9 +74,17 @@ def environment(project: Project | None = None, *, home: paths.Home | None = Non
     if stale:
         raise EvaluationError(f"golden cases frozen against another snapshot than {pinned}: "
                               f"{', '.join(stale[:10])}; re-freeze after review")
-    return Environment(pinned, serving, manifest.as_of, golden.cases, Store(home.store),
+    return Environment(pinned, serving, manifest.as_of, golden.cases, project_store(project, home),
                        configs_dir or project.configs_dir, decisions or project.decisions_path,
                        project, manifest)
+
+
+def project_store(project: Project, home: paths.Home | None = None) -> Store:
+    """The project's store, with its shared remote copy when ``storage.remote`` names one."""
+    from sqleval_pipeline.storage import Remote
+
+    url = project.spec.storage.url()
+    return Store((home or project.home).store, Remote(url) if url else None)
 
 
 def select_cases(cases: Sequence[Case], *, case_ids: Sequence[str] | None = None,

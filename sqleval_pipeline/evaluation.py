@@ -75,11 +75,13 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
         builder = ContextBuilder(catalog, cfg.context, glossary, env.cases, template, cfg.dialect,
                                  retrieval=getattr(generator, "reads_context", True))
     try:
-        return run_attempts(
+        result = run_attempts(
             store=env.store, info=info, cases=cases, generator=generator, builder=builder,
             concurrency=cfg.concurrency, max_retries=cfg.max_retries,
             on_progress=(lambda done, total: progress("attempts", done, total)) if progress else None,
         )
+        env.store.publish(result.batch)  # shared with the other workers (storage.remote)
+        return result
     finally:
         if generator is not None:
             generator.close()
@@ -154,6 +156,7 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
         if not out.count:  # "no SQL attempts" is a legitimate batch: an empty JSON Lines twin
             out.abort()
             save_records(out_path.with_suffix(".jsonl"), [])
+    env.store.publish(batch)
     return execution_summary(out_path)
 
 
@@ -238,6 +241,7 @@ def stage_grades(env: Environment, batch: BatchInfo) -> list[Grade]:
 
     with RecordWriter(out_path, Grade) as out:
         out.write_all(grade_stream(env, batch))
+    env.store.publish(batch)
     return load_records(out_path, Grade)
 
 
@@ -319,6 +323,7 @@ def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
         if progress:
             progress(f"judge {judge.name}", len(grades), len(grades))
     save_artifact(out_path, result)
+    env.store.publish(batch)
     return result
 
 
@@ -349,6 +354,7 @@ def stage_scorecard(env: Environment, loaded: LoadedConfig, batch: BatchInfo):
         card = card.model_copy(update={
             "failure_histogram_calibration": judge_calibration_status(env, card.failure_histogram_judge)})
     card.save(env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json"))
+    env.store.publish(batch)
     return card
 
 

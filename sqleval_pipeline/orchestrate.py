@@ -49,8 +49,9 @@ MANAGED = "# sqleval: written from the project file (orchestration); delete this
 
 def instance_yaml(settings=None) -> str:
     r"""The Dagster instance settings sqleval runs with: no telemetry; a run queue that keeps
-    ``max_concurrent_runs`` in progress and at most ``runs_per_provider`` per model provider
-    (run tag ``sqleval/provider``).
+    ``max_concurrent_runs`` in progress, at most ``runs_per_provider`` per model provider
+    (run tag ``sqleval/provider``) and one per configuration version (``dagster/partition``:
+    two runs of one version never fill its batch at once, whichever machine they run on).
 
     >>> print(instance_yaml().split("\n", 1)[1])  # doctest: +ELLIPSIS
     telemetry:
@@ -63,6 +64,10 @@ def instance_yaml(settings=None) -> str:
             value:
               applyLimitPerUniqueValue: true
             limit: 1
+          - key: dagster/partition
+            value:
+              applyLimitPerUniqueValue: true
+            limit: 1
     <BLANKLINE>
     """
     from sqleval_pipeline.defs.evaluation.sensors import PROVIDER_TAG
@@ -72,7 +77,9 @@ def instance_yaml(settings=None) -> str:
     return (f"{MANAGED}\ntelemetry:\n  enabled: false\nconcurrency:\n  runs:\n"
             f"    max_concurrent_runs: {s.max_concurrent_runs}\n    tag_concurrency_limits:\n"
             f"      - key: {PROVIDER_TAG}\n        value:\n          applyLimitPerUniqueValue: true\n"
-            f"        limit: {s.runs_per_provider}\n")
+            f"        limit: {s.runs_per_provider}\n"
+            "      - key: dagster/partition\n        value:\n          applyLimitPerUniqueValue: true\n"
+            "        limit: 1\n")
 
 
 def ensure_dagster_home(home: paths.Home, settings=None) -> str:

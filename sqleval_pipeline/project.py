@@ -120,6 +120,18 @@ class OrchestrationSettings(_Strict):
                                    "shared by every run that calls it")
 
 
+class StorageSettings(_Strict):
+    """Where finished results are shared (docs/scaling.md)."""
+
+    remote: str | None = Field(None, description="fsspec URL of the shared store "
+                               "(s3://bucket/prefix, gs://…, a shared folder); default: none")
+    remote_env: str | None = Field(None, description="environment variable holding that URL "
+                                   "(wins over remote when set)")
+
+    def url(self) -> str | None:
+        return (os.environ.get(self.remote_env) if self.remote_env else None) or self.remote
+
+
 class ProjectPaths(_Strict):
     golden: str = "evals/golden"
     configs: str = "evals/configs"
@@ -150,6 +162,7 @@ class ProjectSpec(_Strict):
     taxonomy: Taxonomy = Field(default_factory=Taxonomy)
     judging: JudgingSettings = Field(default_factory=JudgingSettings)
     orchestration: OrchestrationSettings = Field(default_factory=OrchestrationSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
     paths: ProjectPaths = Field(default_factory=ProjectPaths)
 
     @field_validator("sensitive_schemas")

@@ -101,8 +101,26 @@ def batch_order(info: BatchInfo) -> tuple:
 
 
 class Store:
-    def __init__(self, root: Path | None = None):
+    """The local store, and (``remote``) the shared copy finished batches are published to
+    and fetched from (:mod:`sqleval_pipeline.storage`)."""
+
+    def __init__(self, root: Path | None = None, remote=None):
         self.root = root or paths.home().store
+        self.remote = remote
+
+    def publish(self, info: BatchInfo) -> int:
+        """Upload the batch's finished files to the remote store (none configured: nothing)."""
+        if self.remote is None:
+            return 0
+        return self.remote.push(self.root, f"runs/{info.partition_key}/{info.batch_id}")
+
+    def _fetch_remote(self, partition_key: str, batch_id: str | None = None) -> None:
+        if self.remote is None:
+            return
+        ids = [batch_id] if batch_id else self.remote.batch_ids(partition_key)
+        for b in ids:
+            if not (self.batch_dir(partition_key, b) / "batch.json").exists():
+                self.remote.pull(self.root, f"runs/{partition_key}/{b}")
 
     def config_dir(self, partition_key: str) -> Path:
         return self.root / "runs" / partition_key
@@ -113,9 +131,11 @@ class Store:
     def partitions(self) -> list[str]:
         """Every configuration version with a folder in the store."""
         runs = self.root / "runs"
-        return sorted(d.name for d in runs.iterdir() if d.is_dir()) if runs.exists() else []
+        local = {d.name for d in runs.iterdir() if d.is_dir()} if runs.exists() else set()
+        return sorted(local | set(self.remote.partitions() if self.remote else ()))
 
     def batches(self, partition_key: str) -> list[BatchInfo]:
+        self._fetch_remote(partition_key)
         d = self.config_dir(partition_key)
         out = []
         if d.exists():
@@ -127,6 +147,8 @@ class Store:
 
     def get(self, partition_key: str, batch_id: str) -> BatchInfo | None:
         f = self.batch_dir(partition_key, batch_id) / "batch.json"
+        if not f.exists():
+            self._fetch_remote(partition_key, batch_id)
         return BatchInfo.model_validate_json(f.read_text()) if f.exists() else None
 
     def latest(self, partition_key: str, *, complete_only: bool = False) -> BatchInfo | None:

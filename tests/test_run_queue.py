@@ -23,8 +23,9 @@ def test_the_instance_runs_the_queue_the_project_file_sets(tmp_path, monkeypatch
     ensure_dagster_home(home, OrchestrationSettings(max_concurrent_runs=3, runs_per_provider=2))
     q = queue_config(home.dagster_home)
     assert q.max_concurrent_runs == 3
-    assert q.tag_concurrency_limits == [{"key": "sqleval/provider", "limit": 2,
-                                         "value": {"applyLimitPerUniqueValue": True}}]
+    assert q.tag_concurrency_limits == [
+        {"key": "sqleval/provider", "limit": 2, "value": {"applyLimitPerUniqueValue": True}},
+        {"key": "dagster/partition", "limit": 1, "value": {"applyLimitPerUniqueValue": True}}]
     # the settings change: the file sqleval wrote follows them
     ensure_dagster_home(home, OrchestrationSettings(max_concurrent_runs=5))
     q = queue_config(home.dagster_home)

@@ -1,0 +1,120 @@
+"""Several configurations at once, and several machines: results do not depend on who ran
+what when."""
+
+import dataclasses
+import shutil
+import threading
+
+import pytest
+
+from sqleval_pipeline import evaluation as ev
+from sqleval_pipeline import paths
+from sqleval_pipeline.configs import load_config
+from sqleval_pipeline.records import Grade, load_records
+from sqleval_pipeline.storage import Remote
+from sqleval_pipeline.store import Store
+
+IDS = ["com-001", "com-004", "com-012", "com-018", "com-025"]
+
+
+@pytest.fixture()
+def base_env(serving_snapshot, tmp_path):
+    manifests = tmp_path / "manifests"
+    shutil.copytree(serving_snapshot.manifest_dir, manifests)
+    home = paths.Home(tmp_path / "home")
+    home.root.mkdir()
+    (home.root / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    return ev.environment(home=home, manifest_dir=manifests)
+
+
+def configs(tmp_path):
+    """Three configuration versions: the two bundled baselines and a third with four runs."""
+    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    cur = load_config(paths.EVALS_DIR / "configs" / "baseline_curated.yaml")
+    text = (paths.EVALS_DIR / "configs" / "baseline_raw.yaml").read_text()
+    third = tmp_path / "third.yaml"
+    third.write_text(text.replace("name: baseline-raw", "name: baseline-raw-two").replace("runs: 3", "runs: 4"))
+    return [raw, cur, load_config(third)]
+
+
+def stored(store: Store, key: str):
+    """What a version's newest batch says: its grades and its scorecard, without batch ids."""
+    b = store.latest(key, complete_only=True)
+    grades = [g.model_dump_json() for g in load_records(
+        store.artifact(key, b.batch_id, "grades.parquet"), Grade)]
+    card = store.artifact(key, b.batch_id, "scorecard.json").read_text()
+    return grades, card
+
+
+def test_versions_evaluated_at_once_store_what_they_store_one_after_another(base_env, tmp_path):
+    loaded = configs(tmp_path)
+    together = dataclasses.replace(base_env, store=Store(tmp_path / "together"))
+    apart = dataclasses.replace(base_env, store=Store(tmp_path / "apart"))
+    errors = []
+
+    def one(cfg):
+        try:
+            ev.evaluate(together, cfg, case_ids=IDS)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(c,)) for c in loaded]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for cfg in loaded:
+        ev.evaluate(apart, cfg, case_ids=IDS)
+    for cfg in loaded:
+        assert stored(together.store, cfg.partition_key) == stored(apart.store, cfg.partition_key)
+        assert len(together.store.batches(cfg.partition_key)) == 1
+
+
+def test_a_second_machine_sees_and_reuses_the_first_ones_batch_through_the_remote(base_env, tmp_path):
+    raw = configs(tmp_path)[0]
+    remote_dir = tmp_path / "shared"
+    a = dataclasses.replace(base_env, store=Store(tmp_path / "a", Remote(str(remote_dir))))
+    first = ev.evaluate(a, raw, case_ids=IDS)
+    published = remote_dir / "runs" / raw.partition_key / first.batch.batch_id
+    names = {p.name for p in published.iterdir()}
+    assert {"batch.json", "attempts.parquet", "executions.parquet", "grades.parquet",
+            "scorecard.json"} <= names
+    assert not {n for n in names if n.startswith(".") or n == "parts"}  # no journal, no locks
+
+    b = dataclasses.replace(base_env, store=Store(tmp_path / "b", Remote(str(remote_dir))))
+    assert [x.batch_id for x in b.store.batches(raw.partition_key)] == [first.batch.batch_id]
+    again = ev.evaluate(b, raw, case_ids=IDS)  # "latest": the shared batch, no new answers
+    assert again.batch.batch_id == first.batch.batch_id and again.provider_calls == 0
+    assert stored(b.store, raw.partition_key) == stored(a.store, raw.partition_key)
+
+
+def test_an_unreachable_remote_is_named(tmp_path):
+    from sqleval_pipeline.storage import RemoteError
+
+    with pytest.raises(RemoteError, match="nosuchproto://x"):
+        Remote("nosuchproto://x")
+
+
+def test_two_runs_of_one_version_at_once_make_one_batch(base_env, tmp_path):
+    """Two "latest" runs of the same version at once: the batch is chosen and recorded under
+    the partition's lock, so both continue the same batch (filled once), never two."""
+    raw = configs(tmp_path)[0]
+    env = dataclasses.replace(base_env, store=Store(tmp_path / "one"))
+    results, errors = [], []
+
+    def go():
+        try:
+            results.append(ev.stage_attempts(env, raw, case_ids=IDS))
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=go) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(env.store.batches(raw.partition_key)) == 1
+    assert results[0].batch.batch_id == results[1].batch.batch_id
+    assert sorted(r.provider_calls for r in results) == [0, len(IDS) * 3]
