@@ -136,6 +136,8 @@ def serve_fake(latency: float) -> None:
     with fake:
         print(fake.base_url, flush=True)
         sys.stdin.read()
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    print(f"{ru.ru_utime + ru.ru_stime:.1f}", flush=True)
 
 
 class _Discard(list):
@@ -162,14 +164,26 @@ def provider_one(scale: int, store_root: Path, runs: int, base_url: str, concurr
                     "curation": True, "few_shot_examples": 3},
         "runs": runs, "concurrency": concurrency, "max_retries": 0, "judge": "rules"}))
     (loaded,) = load_configs(folder, project=env.project)
+    marks: dict[str, float] = {}
+
+    def progress(_stage, done, total):
+        now = time.perf_counter()
+        marks.setdefault("first", now)  # the call (0 done) before the first answer
+        if done == total:
+            marks["last"] = now
+
     t = time.perf_counter()
-    run = ev.stage_attempts(env, loaded)
+    run = ev.stage_attempts(env, loaded, progress=progress)
     attempts_s = time.perf_counter() - t
+    calls_s = marks["last"] - marks["first"]
     calls = len(env.cases) * runs
     assert run.provider_calls == calls, (run.provider_calls, calls)
     ideal = calls * latency / concurrency
+    ru = resource.getrusage(resource.RUSAGE_SELF)
     return {"scale": scale, "attempts": calls, "attempts_s": attempts_s, "ideal_s": ideal,
-            "ratio": attempts_s / ideal if ideal else float("inf"), "errors": run.batch.counts.get("error", 0),
+            "cpu_s": ru.ru_utime + ru.ru_stime,
+            "ratio": attempts_s / ideal if ideal else float("inf"), "calls_s": calls_s,
+            "setup_s": attempts_s - calls_s, "errors": run.batch.counts.get("error", 0),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -184,12 +198,17 @@ def provider(scale: int, runs: int, latency: float, concurrency: int) -> None:
                            "--concurrency", str(concurrency)])
     finally:
         fake.stdin.close()
+        fake_cpu = fake.stdout.readline().strip()
         fake.wait(timeout=10)
     print(f"provider-bound: {r['attempts']} calls, {latency * 1000:.0f} ms each, "
           f"concurrency {concurrency}")
     print(f"  attempts stage {r['attempts_s']:.1f} s, ideal {r['ideal_s']:.1f} s "
           f"(calls x latency / concurrency): {r['ratio']:.3f}x (target <= 1.15); "
           f"errors {r['errors']}; peak RSS {r['peak_rss_mb']:.0f} MB")
+    print(f"  of which calls {r['calls_s']:.1f} s ({r['calls_s'] / r['ideal_s']:.3f}x ideal), "
+          f"setup and consolidation {r['setup_s']:.1f} s")
+    print(f"  CPU: sqleval {r['cpu_s']:.1f} s ({r['cpu_s'] / r['attempts'] * 1000:.2f} ms per call), "
+          f"the fake provider {fake_cpu} s (on the same 2 cores)")
 
 
 # ---- several configurations at once, through the CLI (Dagster, one instance, one store) ----
