@@ -162,7 +162,13 @@ def materialize(groups: list[str], run_config: dict | None = None,
         run_tags = {**provider_tags(Path(configs_dir) if configs_dir else None, project)
                     .get(partition_key, {}), **run_tags}
     started = time.perf_counter()
-    with dg.DagsterInstance.get() as instance:  # (entered: resolving the job reads its state)
+    from sqleval_pipeline.store import batch_lock
+
+    # the first open of a new instance creates its SQLite schema: several runs starting at
+    # once on a fresh instance would race ("table … already exists"); open it one at a time
+    with batch_lock(project.home.dagster_home / ".instance.lock"):
+        instance = dg.DagsterInstance.get()
+    with instance:  # (entered: resolving the job reads its state)
         job = defs.resolve_job_def(job_for(groups))
         graph = defs.resolve_asset_graph()
         wanted = [k for k in graph.get_all_asset_keys()
@@ -171,7 +177,8 @@ def materialize(groups: list[str], run_config: dict | None = None,
         if partition_key:
             from sqleval_pipeline.defs.evaluation.partitions import config_versions
 
-            add_partition(instance, config_versions.name, partition_key)
+            add_partition(instance, config_versions.name, partition_key,
+                          lock=project.home.dagster_home / ".partitions.lock")
         result = job.execute_in_process(
             run_config=config, instance=instance, partition_key=partition_key,
             raise_on_error=False, asset_selection=selection, tags=run_tags)
@@ -195,15 +202,22 @@ def materialize(groups: list[str], run_config: dict | None = None,
     return summary
 
 
-def add_partition(instance, name: str, key: str) -> None:
-    """Register a dynamic partition; safe when another process registers it at the same time."""
-    if instance.has_dynamic_partition(name, key):
-        return
-    try:
-        instance.add_dynamic_partitions(name, [key])
-    except Exception:  # noqa: BLE001 - a concurrent add of the same key: fine if it is there now
-        if not instance.has_dynamic_partition(name, key):
-            raise
+def add_partition(instance, name: str, key: str, lock: Path | None = None) -> None:
+    """Register a dynamic partition; safe when other processes register it at the same time
+    (check-then-add under ``lock``, a file lock shared by the processes of this instance;
+    a concurrent add from elsewhere is tolerated when the key is there afterwards)."""
+    from contextlib import nullcontext
+
+    from sqleval_pipeline.store import batch_lock
+
+    with batch_lock(lock) if lock is not None else nullcontext():
+        if instance.has_dynamic_partition(name, key):
+            return
+        try:
+            instance.add_dynamic_partitions(name, [key])
+        except Exception:  # noqa: BLE001 - added meanwhile by a process without the lock
+            if not instance.has_dynamic_partition(name, key):
+                raise
 
 
 def _user(getpass) -> str:

@@ -13,9 +13,9 @@ attempts holds one chunk of records at a time, never the batch.
 >>> p = os.path.join(tempfile.mkdtemp(), "r.parquet")
 >>> with RecordWriter(p, R) as w:
 ...     for k in (3, 1, 2):
-...         w.write(R(k=k, tags=[str(k)]), order=k)
+...         w.write(R(k=k, tags=[str(k)]))
 >>> [r.k for r in iter_records(p, R, chunk=2)], load_records(p, R)[0].tags
-([1, 2, 3], ['1'])
+([3, 1, 2], ['3'])
 """
 
 from __future__ import annotations
@@ -80,9 +80,9 @@ class RecordWriter:
     """Stream records of one model into ``path`` (``.parquet``, or JSON Lines otherwise).
 
     Rows go to a staging JSON Lines file beside the target as they come; :meth:`close` turns
-    it into the target in one DuckDB ``COPY`` (sorted by the ``order`` given to
-    :meth:`write`, when any) and renames it into place, so memory stays flat and a crash
-    never leaves half a file. An empty Parquet target is refused (no rows, no point): use
+    it into the target in one DuckDB ``COPY`` (in the order written, in row groups of 2,048
+    rows) and renames it into place, so memory stays flat and a crash never leaves half a
+    file. An empty Parquet target is refused (no rows, no point): use
     ``.jsonl`` (see ``evaluation.save_artifact``). Leaving the ``with`` block on an exception
     discards the staging file and keeps whatever the target held before.
     """
@@ -92,25 +92,19 @@ class RecordWriter:
         self.model = model
         self.count = 0
         self._nested = nested_fields(model)
-        self._ordered: bool | None = None
+        self._longest = 0  # characters in the longest staged row (sizes DuckDB's reader)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmpdir = Path(tempfile.mkdtemp(prefix=f".{self.path.stem}.", dir=self.path.parent))
         self._staging = self._tmpdir / "rows.jsonl"
         self._fh = self._staging.open("w", encoding="utf-8")
 
-    def write(self, record: BaseModel, *, order: int | None = None) -> None:
-        """Append one record; ``order`` (all or none) sorts the target on close."""
-        if (order is not None) != bool(self._ordered) and self._ordered is not None:
-            raise ValueError("give an order to every record or to none")
-        self._ordered = order is not None
+    def write(self, record: BaseModel) -> None:
+        """Append one record."""
         if self.path.suffix == ".parquet":
-            row = flat_row(record, self._nested)
-            if order is not None:
-                row["__order"] = order
-            self._fh.write(json.dumps(row))
+            line = json.dumps(flat_row(record, self._nested))
+            self._longest = max(self._longest, len(line))
+            self._fh.write(line)
         else:
-            if order is not None:
-                raise ValueError("ordered writes need a .parquet target")
             self._fh.write(record.model_dump_json())
         self._fh.write("\n")
         self.count += 1
@@ -143,18 +137,18 @@ class RecordWriter:
 
         fields = self.model.model_fields
         cols = {n: _duck_type(f.annotation, n in self._nested) for n, f in fields.items()}
-        if self._ordered:
-            cols["__order"] = "BIGINT"
         spec = ", ".join(f"{json.dumps(n)}: '{t}'" for n, t in cols.items())
         select = ", ".join(json.dumps(n) for n in fields)
-        order = " ORDER BY __order" if self._ordered else ""
-        con = duckdb.connect(config={"threads": 1, "memory_limit": "1GB",
+        # the reader's buffer holds the longest row (twice); rows stream through in order
+        object_size = max(16 << 20, 4 * self._longest + 1024)
+        limit_mb = 192 + 3 * (object_size >> 20)
+        con = duckdb.connect(config={"threads": 1, "memory_limit": f"{limit_mb}MB",
                                      "temp_directory": str(self._tmpdir)})
         try:
             con.execute(
                 f"COPY (SELECT {select} FROM read_json(?, format='newline_delimited', "
-                f"columns={{{spec}}}, maximum_object_size=67108864){order}) "
-                f"TO '{_sql_str(str(out))}' (FORMAT parquet)",
+                f"columns={{{spec}}}, maximum_object_size={object_size})) "
+                f"TO '{_sql_str(str(out))}' (FORMAT parquet, ROW_GROUP_SIZE 2048)",
                 [str(self._staging)],
             )
         finally:

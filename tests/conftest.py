@@ -101,6 +101,21 @@ def serving_snapshot(built_warehouse, tmp_path_factory) -> BuiltSnapshot:
     )
 
 
+@pytest.fixture()
+def env(serving_snapshot, tmp_path):
+    """The evaluation environment over the session snapshot, with a store of its own."""
+    import shutil
+
+    from sqleval_pipeline import evaluation as ev
+
+    manifests = tmp_path / "manifests"
+    shutil.copytree(serving_snapshot.manifest_dir, manifests)
+    home = paths.Home(tmp_path / "home")
+    home.root.mkdir()
+    (home.root / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    return ev.environment(home=home, manifest_dir=manifests)
+
+
 #: fixtures that build something heavy (the demo warehouse with dbt, a serving snapshot, a
 #: Dagster instance): a test that needs one is in the slow lane
 _SLOW_FIXTURES = frozenset({"built_warehouse", "serving_snapshot"})

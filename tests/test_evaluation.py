@@ -12,15 +12,6 @@ from sqleval_pipeline.configs import load_config
 from sqleval_pipeline.records import Attempt, Execution, Grade, load_records
 
 
-@pytest.fixture()
-def env(serving_snapshot, tmp_path):
-    manifests = tmp_path / "manifests"
-    shutil.copytree(serving_snapshot.manifest_dir, manifests)
-    home = paths.Home(tmp_path / "home")
-    home.root.mkdir()
-    (home.root / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
-    return ev.environment(home=home, manifest_dir=manifests)
-
 
 def test_stages_chain_and_persist(env):
     loaded = load_config(paths.EVALS_DIR / "configs" / "baseline_curated.yaml")

@@ -2,7 +2,6 @@
 what when."""
 
 import dataclasses
-import shutil
 import threading
 
 import pytest
@@ -15,16 +14,6 @@ from sqleval_pipeline.storage import Remote
 from sqleval_pipeline.store import Store
 
 IDS = ["com-001", "com-004", "com-012", "com-018", "com-025"]
-
-
-@pytest.fixture()
-def base_env(serving_snapshot, tmp_path):
-    manifests = tmp_path / "manifests"
-    shutil.copytree(serving_snapshot.manifest_dir, manifests)
-    home = paths.Home(tmp_path / "home")
-    home.root.mkdir()
-    (home.root / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
-    return ev.environment(home=home, manifest_dir=manifests)
 
 
 def configs(tmp_path):
@@ -46,10 +35,10 @@ def stored(store: Store, key: str):
     return grades, card
 
 
-def test_versions_evaluated_at_once_store_what_they_store_one_after_another(base_env, tmp_path):
+def test_versions_evaluated_at_once_store_what_they_store_one_after_another(env, tmp_path):
     loaded = configs(tmp_path)
-    together = dataclasses.replace(base_env, store=Store(tmp_path / "together"))
-    apart = dataclasses.replace(base_env, store=Store(tmp_path / "apart"))
+    together = dataclasses.replace(env, store=Store(tmp_path / "together"))
+    apart = dataclasses.replace(env, store=Store(tmp_path / "apart"))
     errors = []
 
     def one(cfg):
@@ -71,10 +60,10 @@ def test_versions_evaluated_at_once_store_what_they_store_one_after_another(base
         assert len(together.store.batches(cfg.partition_key)) == 1
 
 
-def test_a_second_machine_sees_and_reuses_the_first_ones_batch_through_the_remote(base_env, tmp_path):
+def test_a_second_machine_sees_and_reuses_the_first_ones_batch_through_the_remote(env, tmp_path):
     raw = configs(tmp_path)[0]
     remote_dir = tmp_path / "shared"
-    a = dataclasses.replace(base_env, store=Store(tmp_path / "a", Remote(str(remote_dir))))
+    a = dataclasses.replace(env, store=Store(tmp_path / "a", Remote(str(remote_dir))))
     first = ev.evaluate(a, raw, case_ids=IDS)
     published = remote_dir / "runs" / raw.partition_key / first.batch.batch_id
     names = {p.name for p in published.iterdir()}
@@ -82,7 +71,7 @@ def test_a_second_machine_sees_and_reuses_the_first_ones_batch_through_the_remot
             "scorecard.json"} <= names
     assert not {n for n in names if n.startswith(".") or n == "parts"}  # no journal, no locks
 
-    b = dataclasses.replace(base_env, store=Store(tmp_path / "b", Remote(str(remote_dir))))
+    b = dataclasses.replace(env, store=Store(tmp_path / "b", Remote(str(remote_dir))))
     assert [x.batch_id for x in b.store.batches(raw.partition_key)] == [first.batch.batch_id]
     again = ev.evaluate(b, raw, case_ids=IDS)  # "latest": the shared batch, no new answers
     assert again.batch.batch_id == first.batch.batch_id and again.provider_calls == 0
@@ -96,11 +85,11 @@ def test_an_unreachable_remote_is_named(tmp_path):
         Remote("nosuchproto://x")
 
 
-def test_two_runs_of_one_version_at_once_make_one_batch(base_env, tmp_path):
+def test_two_runs_of_one_version_at_once_make_one_batch(env, tmp_path):
     """Two "latest" runs of the same version at once: the batch is chosen and recorded under
     the partition's lock, so both continue the same batch (filled once), never two."""
     raw = configs(tmp_path)[0]
-    env = dataclasses.replace(base_env, store=Store(tmp_path / "one"))
+    env = dataclasses.replace(env, store=Store(tmp_path / "one"))
     results, errors = [], []
 
     def go():

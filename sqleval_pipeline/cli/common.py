@@ -50,7 +50,8 @@ def run_assets(groups: list[str], run_config: dict | None = None, *, partition_k
     proj = project()
     log_dir = proj.home.root / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / "last-run.log"
+    # one log per configuration version: runs of several versions at once keep their own
+    log_path = log_dir / (f"last-run.{partition_key}.log" if partition_key else "last-run.log")
     screen = Console(file=sys.stdout)
     label = f"{', '.join(groups)}" + (f" for {partition_key}" if partition_key else "")
     failure = None

@@ -153,27 +153,38 @@ class Journal:
             self._fh.close()
 
 
-def journaled(parts: Path) -> Iterator[tuple[tuple[str, int], str]]:
-    """``((case_id, run_index), JSON text)`` of every attempt journaled under ``parts``,
-    oldest files first; a torn or unreadable line (a crash mid-write) is skipped."""
+def journaled(parts: Path) -> Iterator[tuple[tuple[str, int], Path, int]]:
+    """``((case_id, run_index), file, byte offset)`` of every attempt journaled under
+    ``parts``, oldest files first (an attempt's record is the line at that offset, or the
+    whole file for the one-file-per-attempt journal of earlier versions); a torn or
+    unreadable record (a crash mid-write) is skipped, so that attempt is made again."""
     if not parts.exists():
         return
     for p in sorted(parts.glob("*.json")):  # one file per attempt (earlier versions)
-        text = p.read_text(encoding="utf-8")
-        key = _key_of(text)
+        key = _key_of(p.read_bytes())
         if key is None:
             p.unlink()  # torn: redone
         else:
-            yield key, text
+            yield key, p, 0
     for p in sorted(parts.glob(JOURNAL_GLOB), key=lambda p: (p.stat().st_mtime_ns, p.name)):
-        with p.open(encoding="utf-8") as fh:
+        with p.open("rb") as fh:
+            offset = 0
             for line in fh:
                 key = _key_of(line)
                 if key is not None:
-                    yield key, line.rstrip("\n")
+                    yield key, p, offset
+                offset += len(line)
 
 
-def _key_of(text: str) -> tuple[str, int] | None:
+def _read_record(handles: dict[Path, object], path: Path, offset: int) -> Attempt:
+    fh = handles.get(path)
+    if fh is None:
+        fh = handles[path] = path.open("rb")
+    fh.seek(offset)
+    return Attempt.model_validate_json(fh.readline() if path.suffix == ".jsonl" else fh.read())
+
+
+def _key_of(text: str | bytes) -> tuple[str, int] | None:
     try:
         d = json.loads(text)
         Attempt.model_validate(d)
@@ -217,7 +228,7 @@ def _run_locked(*, store, info, cases, generator, builder, concurrency, max_retr
     parts = bdir / "parts"
     store.write_batch(info)
     wanted = {(cid, r) for cid in info.case_ids for r in range(info.runs)}
-    done = {key for key, _text in journaled(parts)} & wanted
+    done = {key for key, _path, _offset in journaled(parts)} & wanted
     by_id = {c.id: c for c in cases}
     todo = ((by_id[cid], r) for cid in info.case_ids for r in range(info.runs)
             if (cid, r) not in done)
@@ -275,21 +286,28 @@ def _produce(todo, kw: dict, concurrency: int, *, inline: bool) -> Iterator[Atte
 
 
 def _consolidate(parts: Path, final: Path, info: BatchInfo) -> dict[str, int]:
-    """Stream the journal into ``attempts.parquet`` in case and run order; the counts by kind."""
-    order = {cid: i for i, cid in enumerate(info.case_ids)}
-    seen: set[tuple[str, int]] = set()
-    counts: dict[str, int] = {}
-    with RecordWriter(final, Attempt) as out:
-        for key, text in journaled(parts):
-            if key in seen or key[0] not in order or key[1] >= info.runs:
-                continue  # a duplicate (two fills of one batch) or a leftover of another shape
-            seen.add(key)
-            a = Attempt.model_validate_json(text)
-            counts[a.kind] = counts.get(a.kind, 0) + 1
-            out.write(a, order=order[key[0]] * info.runs + key[1])
-    missing = len(info.case_ids) * info.runs - len(seen)
+    """Stream the journal into ``attempts.parquet`` in case and run order (an index of where
+    each attempt's line is, then one read per attempt: nothing but the index is held);
+    the counts by kind."""
+    where: dict[tuple[str, int], tuple[Path, int]] = {}
+    for key, path, offset in journaled(parts):
+        where.setdefault(key, (path, offset))  # a duplicate (two fills of one batch): the first
+    missing = [(cid, r) for cid in info.case_ids for r in range(info.runs) if (cid, r) not in where]
     if missing:
-        raise RuntimeError(f"batch {info.batch_id}: {missing} attempt(s) missing from the journal")
+        raise RuntimeError(f"batch {info.batch_id}: {len(missing)} attempt(s) missing from the "
+                           f"journal, e.g. {missing[0]}")
+    counts: dict[str, int] = {}
+    handles: dict[Path, object] = {}
+    try:
+        with RecordWriter(final, Attempt) as out:
+            for cid in info.case_ids:
+                for r in range(info.runs):
+                    a = _read_record(handles, *where[(cid, r)])
+                    counts[a.kind] = counts.get(a.kind, 0) + 1
+                    out.write(a)
+    finally:
+        for fh in handles.values():
+            fh.close()
     return counts
 
 
