@@ -93,6 +93,7 @@ class RecordWriter:
         self.count = 0
         self._nested = nested_fields(model)
         self._longest = 0  # characters in the longest staged row (sizes DuckDB's reader)
+        self._aborted = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmpdir = Path(tempfile.mkdtemp(prefix=f".{self.path.stem}.", dir=self.path.parent))
         self._staging = self._tmpdir / "rows.jsonl"
@@ -129,6 +130,9 @@ class RecordWriter:
         return self.path
 
     def abort(self) -> None:
+        """Discard what was written; the target is left as it was (leaving the ``with``
+        block afterwards does nothing more)."""
+        self._aborted = True
         self._fh.close()
         shutil.rmtree(self._tmpdir, ignore_errors=True)
 
@@ -158,6 +162,8 @@ class RecordWriter:
         return self
 
     def __exit__(self, exc_type, *_exc: Any) -> None:
+        if self._aborted:
+            return
         if exc_type is None:
             self.close()
         else:

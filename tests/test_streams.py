@@ -87,3 +87,31 @@ def test_attempts_walk_beside_their_executions_and_a_missing_one_is_named(tmp_pa
     assert pairs[0][0].prompt is None and pairs[0][0].sql == COUNT
     with pytest.raises(MissingExecution, match=r"\('v', 'b', 0\) has no execution"):
         list(joined(tmp_path / "attempts.parquet", ex[:1]))
+
+
+def test_a_batch_without_sql_attempts_stores_an_empty_twin_not_an_error(env, tmp_path):
+    """Every attempt declined: the executions stage stores an empty JSON Lines twin (Parquet
+    needs a row) and grading goes on."""
+    import dataclasses
+
+    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline import paths
+    from sqleval_pipeline.configs import load_config
+    from sqleval_pipeline.generation.baseline import BaselineGenerator
+    from sqleval_pipeline.generation.base import GenerationOutput
+
+    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    env = dataclasses.replace(env)
+    plain = BaselineGenerator.generate
+    BaselineGenerator.generate = lambda self, ctx: GenerationOutput(kind="refusal", refusal_reason="no")
+    try:
+        run = ev.stage_attempts(env, raw, case_ids=["com-001", "com-004"])
+    finally:
+        BaselineGenerator.generate = plain
+    summary = ev.stage_executions(env, raw, run.batch)
+    folder = env.store.batch_dir(run.batch.partition_key, run.batch.batch_id)
+    assert summary.count == 0 and (folder / "executions.jsonl").read_text() == ""
+    assert not (folder / "executions.parquet").exists()
+    grades = ev.stage_grades(env, run.batch)
+    assert len(grades) == 6 and {g.outcome for g in grades} == {"DEFERRED_WRONGLY"}
+    assert not [p for p in folder.iterdir() if p.is_dir() and p.name.startswith(".")]  # no staging left
