@@ -84,6 +84,8 @@ def project_store(project: Project, home: paths.Home | None = None) -> Store:
     from sqleval_pipeline.storage import Remote
 
     url = project.spec.storage.url()
+    if url and "://" not in url:  # a folder (a shared mount): relative to the project file
+        url = str(project.path(url))
     return Store((home or project.home).store, Remote(url) if url else None)
 
 

@@ -107,3 +107,20 @@ def test_two_runs_of_one_version_at_once_make_one_batch(env, tmp_path):
     assert len(env.store.batches(raw.partition_key)) == 1
     assert results[0].batch.batch_id == results[1].batch.batch_id
     assert sorted(r.provider_calls for r in results) == [0, len(IDS) * 3]
+
+
+def test_the_project_file_names_the_remote_folder_or_url(tmp_path, monkeypatch):
+    from sqleval_pipeline.environment import project_store
+    from sqleval_pipeline.project import load_project
+
+    (tmp_path / "sqleval.yaml").write_text(
+        "version: 1\nname: shop\nas_of: 2025-06-30\nstorage:\n  remote: shared/results\n"
+        "  remote_env: SHOP_RESULTS\n")
+    monkeypatch.delenv("SHOP_RESULTS", raising=False)
+    store = project_store(load_project(tmp_path))
+    assert store.remote.root == str((tmp_path / "shared" / "results").resolve())
+    monkeypatch.setenv("SHOP_RESULTS", "memory://team-bucket/sqleval")
+    store = project_store(load_project(tmp_path))
+    assert store.remote.url == "memory://team-bucket/sqleval"
+    (tmp_path / "sqleval.yaml").write_text("version: 1\nname: shop\nas_of: 2025-06-30\n")
+    assert project_store(load_project(tmp_path)).remote is None
