@@ -102,3 +102,25 @@ def test_a_partition_registered_by_many_at_once_is_registered_once(tmp_path):
             t.join()
         assert errors == []
         assert instance.get_dynamic_partitions("config_versions") == ["alpha@12345678"]
+
+
+def test_the_queue_holds_back_a_second_run_of_a_provider_or_of_a_version(tmp_path, monkeypatch):
+    """Dagster's own tag-limit counter (what the daemon's dequeuer consults), over the limits
+    of the instance sqleval writes: with one Anthropic run in progress, a second Anthropic run
+    waits while a local model's run, an offline run and other versions go ahead."""
+    from dagster._utils.tags import TagConcurrencyLimitsCounter
+
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    home = Home(tmp_path / "build")
+    ensure_dagster_home(home, OrchestrationSettings(runs_per_provider=1))
+    limits = queue_config(home.dagster_home).tag_concurrency_limits
+
+    def run(key, provider=None):
+        tags = {"dagster/partition": key, **({"sqleval/provider": provider} if provider else {})}
+        return dg.DagsterRun(job_name="evaluate", run_id=f"r-{key}", tags=tags)
+
+    counter = TagConcurrencyLimitsCounter(limits, [run("claude@1", "anthropic")])
+    assert counter.is_blocked(run("claude-long@2", "anthropic"))      # same provider
+    assert counter.is_blocked(run("claude@1"))                         # same version
+    assert not counter.is_blocked(run("qwen@3", "openai:10.0.0.5:8000"))
+    assert not counter.is_blocked(run("baseline-raw@4"))
