@@ -192,7 +192,7 @@ def write_pinned(manifest_dir: Path, snapshot_id: str) -> None:
 
 def list_serving_objects(path: Path) -> list[tuple[str, str, str]]:
     """(database, schema, name) of every table and view in a serving file."""
-    con = duckdb.connect(str(path), read_only=True)
+    con = open_readonly(path)
     try:
         return [
             tuple(r)
@@ -208,7 +208,7 @@ def list_serving_objects(path: Path) -> list[tuple[str, str, str]]:
 
 
 def fingerprint_serving(path: Path, schema: str = SERVING_SCHEMA) -> dict[str, TableInfo]:
-    con = duckdb.connect(str(path), read_only=True)
+    con = open_readonly(path)
     try:
         names = [
             r[0]
@@ -394,7 +394,10 @@ def file_checksum(path: Path) -> str:
 
 
 def open_readonly(path: Path, **config: Any) -> duckdb.DuckDBPyConnection:
-    """A short-lived read-only connection to a serving file, external access off."""
+    """A short-lived read-only connection to a serving file, external access off. Every
+    in-process reader of a serving file opens it here, with the same settings: DuckDB refuses
+    a second connection to an open file with other settings ("different configuration than
+    existing connections"), which evaluations running side by side in one process would hit."""
     if not path.exists():
         raise SnapshotError(f"serving file {path} is missing; run `sqleval snapshot build`")
     cfg = {"enable_external_access": False, "autoload_known_extensions": False,

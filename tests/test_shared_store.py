@@ -124,3 +124,30 @@ def test_the_project_file_names_the_remote_folder_or_url(tmp_path, monkeypatch):
     assert store.remote.url == "memory://team-bucket/sqleval"
     (tmp_path / "sqleval.yaml").write_text("version: 1\nname: shop\nas_of: 2025-06-30\n")
     assert project_store(load_project(tmp_path)).remote is None
+
+
+def test_readers_of_the_serving_file_in_one_process_can_open_it_at_once(serving_snapshot):
+    """Evaluations side by side in one process open the serving file from several threads
+    (catalog, guard set-up, fingerprints): DuckDB refuses a second connection with other
+    settings, so every reader opens it with the same ones."""
+    from sqleval_pipeline import snapshot as snap
+
+    errors = []
+
+    def reader(fn, times):
+        for _ in range(times):
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+    path = serving_snapshot.path
+    fns = [(lambda: snap.list_serving_objects(path), 100),
+           (lambda: snap.open_readonly(path).close(), 100),
+           (lambda: snap.fingerprint_serving(path), 1)]  # hashes every table: once
+    threads = [threading.Thread(target=reader, args=f) for f in fns]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
