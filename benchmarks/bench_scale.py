@@ -79,10 +79,10 @@ def one(scale: int, config: str, store_root: Path, runs: int, distinct: bool = F
             "stages": res.seconds,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "accuracy": res.scorecard.overall.accuracy.value,
-            "fingerprint": fingerprint(env, res.batch)}
+            "fingerprint": fingerprint(env.store, res.batch)}
 
 
-def fingerprint(env, batch) -> str:
+def fingerprint(store, batch) -> str:
     """A hash of what the batch's grades and scorecard say (no timestamps, no batch ids):
     equal fingerprints mean equal stored results."""
     import hashlib
@@ -90,10 +90,10 @@ def fingerprint(env, batch) -> str:
     from sqleval_pipeline.records import Grade, load_records
 
     h = hashlib.sha256()
-    for g in sorted(load_records(env.store.artifact(batch.partition_key, batch.batch_id,
-                                                    "grades.parquet"), Grade), key=lambda g: g.key):
+    for g in sorted(load_records(store.artifact(batch.partition_key, batch.batch_id,
+                                                "grades.parquet"), Grade), key=lambda g: g.key):
         h.update(g.model_dump_json().encode())
-    h.update(env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json").read_bytes())
+    h.update(store.artifact(batch.partition_key, batch.batch_id, "scorecard.json").read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -295,10 +295,9 @@ def fingerprints(project_root: Path) -> dict[str, tuple[str, int]]:
 
     store = Store(project_root / "home" / "store")
     out = {}
-    env = type("E", (), {"store": store})
     for key in store.partitions():
         b = store.latest(key, complete_only=True)
-        out[key.split("@")[0]] = (fingerprint(env, b), len(b.case_ids) * b.runs)
+        out[key.split("@")[0]] = (fingerprint(store, b), len(b.case_ids) * b.runs)
     return out
 
 

@@ -216,6 +216,15 @@ class LoadedConfig(BaseModel):
         offline generator."""
         return provider_of(self.config.generator)
 
+    @property
+    def run_tags(self) -> dict[str, str]:
+        """The tags every evaluation run of this configuration carries (its provider)."""
+        return {PROVIDER_TAG: self.provider} if self.provider else {}
+
+
+#: the run tag naming the model provider a run calls (the run queue's per-provider limit)
+PROVIDER_TAG = "sqleval/provider"
+
 
 def provider_of(generator: Any) -> str | None:
     """``anthropic`` (or ``anthropic:<host>`` off the SDK's default), ``openai:<host>``,

@@ -46,12 +46,12 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
     cfg = loaded.config
     cases = select_cases(env.cases, case_ids=case_ids, split=split)
     runs = runs or cfg.runs
-    from sqleval_pipeline.store import batch_lock
+    from sqleval_pipeline.store import file_lock
 
     # choosing a batch and recording it is one step under the partition's lock: two runs of
     # one configuration at once pick the same batch in "latest" mode (the second then waits
     # for the first to fill it), never two half-filled ones
-    with batch_lock(env.store.config_dir(loaded.partition_key) / ".select.lock"):
+    with file_lock(env.store.config_dir(loaded.partition_key) / ".select.lock"):
         info = open_batch(env.store, partition_key=loaded.partition_key, config_name=cfg.name,
                           config_version=loaded.version, snapshot_id=env.snapshot_id,
                           cases=cases, runs=runs, mode=mode, batch_id=batch_id,
@@ -121,7 +121,7 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
 
     out_path = env.store.artifact(batch.partition_key, batch.batch_id, "executions.parquet")
     policy = env.policy(loaded.config.guard or None)
-    if out_path.exists() or out_path.with_suffix(".jsonl").exists():
+    if artifact_file(out_path) is not None:
         if batch.policy_version != policy.version:
             raise EvaluationError(
                 f"batch {batch.batch_id} was executed under guard policy {batch.policy_version or 'unrecorded'}, "
@@ -169,12 +169,17 @@ def save_artifact(path: Path, records: Sequence) -> None:
         save_records(path.with_suffix(".jsonl"), [])
 
 
-def load_artifact(path: Path, model):
-    if path.exists():
-        return load_records(path, model)
-    if path.with_suffix(".jsonl").exists():
-        return load_records(path.with_suffix(".jsonl"), model)
+def artifact_file(path: Path) -> Path | None:
+    """The stored file of an artifact: ``path``, else its JSON Lines twin, else None."""
+    for p in (path, path.with_suffix(".jsonl")):
+        if p.exists():
+            return p
     return None
+
+
+def load_artifact(path: Path, model):
+    found = artifact_file(path)
+    return None if found is None else load_records(found, model)
 
 
 def load_executions(env: Environment, batch: BatchInfo) -> list[Execution]:
@@ -186,12 +191,9 @@ def iter_executions(env: Environment, batch: BatchInfo):
     """The batch's executions in stored (attempt) order, streamed; none when there are none."""
     from sqleval_pipeline.records import iter_records
 
-    p = env.store.artifact(batch.partition_key, batch.batch_id, "executions.parquet")
-    if p.exists():
-        return iter_records(p, Execution)
-    if p.with_suffix(".jsonl").exists():
-        return iter_records(p.with_suffix(".jsonl"), Execution)
-    return iter(())
+    found = artifact_file(env.store.artifact(batch.partition_key, batch.batch_id,
+                                             "executions.parquet"))
+    return iter(()) if found is None else iter_records(found, Execution)
 
 
 # ---- stage 3: grades ----------------------------------------------------------------------

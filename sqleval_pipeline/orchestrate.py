@@ -48,38 +48,29 @@ MANAGED = "# sqleval: written from the project file (orchestration); delete this
 
 
 def instance_yaml(settings=None) -> str:
-    r"""The Dagster instance settings sqleval runs with: no telemetry; a run queue that keeps
+    """The Dagster instance settings sqleval runs with: no telemetry; a run queue that keeps
     ``max_concurrent_runs`` in progress, at most ``runs_per_provider`` per model provider
     (run tag ``sqleval/provider``) and one per configuration version (``dagster/partition``:
     two runs of one version never fill its batch at once, whichever machine they run on).
 
-    >>> print(instance_yaml().split("\n", 1)[1])  # doctest: +ELLIPSIS
-    telemetry:
-      enabled: false
-    concurrency:
-      runs:
-        max_concurrent_runs: 4
-        tag_concurrency_limits:
-          - key: sqleval/provider
-            value:
-              applyLimitPerUniqueValue: true
-            limit: 1
-          - key: dagster/partition
-            value:
-              applyLimitPerUniqueValue: true
-            limit: 1
-    <BLANKLINE>
+    >>> import yaml
+    >>> yaml.safe_load(instance_yaml())["concurrency"]["runs"]["tag_concurrency_limits"][0]
+    {'key': 'sqleval/provider', 'value': {'applyLimitPerUniqueValue': True}, 'limit': 1}
     """
-    from sqleval_pipeline.defs.evaluation.sensors import PROVIDER_TAG
+    import yaml
+
+    from sqleval_pipeline.configs import PROVIDER_TAG
     from sqleval_pipeline.project import OrchestrationSettings
 
     s = settings or OrchestrationSettings()
-    return (f"{MANAGED}\ntelemetry:\n  enabled: false\nconcurrency:\n  runs:\n"
-            f"    max_concurrent_runs: {s.max_concurrent_runs}\n    tag_concurrency_limits:\n"
-            f"      - key: {PROVIDER_TAG}\n        value:\n          applyLimitPerUniqueValue: true\n"
-            f"        limit: {s.runs_per_provider}\n"
-            "      - key: dagster/partition\n        value:\n          applyLimitPerUniqueValue: true\n"
-            "        limit: 1\n")
+    per_value = {"applyLimitPerUniqueValue": True}
+    doc = {"telemetry": {"enabled": False},
+           "concurrency": {"runs": {
+               "max_concurrent_runs": s.max_concurrent_runs,
+               "tag_concurrency_limits": [
+                   {"key": PROVIDER_TAG, "value": per_value, "limit": s.runs_per_provider},
+                   {"key": "dagster/partition", "value": per_value, "limit": 1}]}}}
+    return f"{MANAGED}\n{yaml.safe_dump(doc, sort_keys=False)}"
 
 
 def ensure_dagster_home(home: paths.Home, settings=None) -> str:
@@ -156,17 +147,12 @@ def materialize(groups: list[str], run_config: dict | None = None,
     if run_config:
         config.update(run_config)
     run_tags = {"sqleval/trigger": "cli", "sqleval/user": _user(getpass), **(tags or {})}
-    if partition_key:  # the provider it calls, as queued runs of it are tagged
-        from sqleval_pipeline.defs.evaluation.sensors import provider_tags
-
-        run_tags = {**provider_tags(Path(configs_dir) if configs_dir else None, project)
-                    .get(partition_key, {}), **run_tags}
     started = time.perf_counter()
-    from sqleval_pipeline.store import batch_lock
+    from sqleval_pipeline.store import file_lock
 
     # the first open of a new instance creates its SQLite schema: several runs starting at
     # once on a fresh instance would race ("table … already exists"); open it one at a time
-    with batch_lock(project.home.dagster_home / ".instance.lock"):
+    with file_lock(project.home.dagster_home / ".instance.lock"):
         instance = dg.DagsterInstance.get()
     with instance:  # (entered: resolving the job reads its state)
         job = defs.resolve_job_def(job_for(groups))
@@ -208,9 +194,9 @@ def add_partition(instance, name: str, key: str, lock: Path | None = None) -> No
     a concurrent add from elsewhere is tolerated when the key is there afterwards)."""
     from contextlib import nullcontext
 
-    from sqleval_pipeline.store import batch_lock
+    from sqleval_pipeline.store import file_lock
 
-    with batch_lock(lock) if lock is not None else nullcontext():
+    with file_lock(lock) if lock is not None else nullcontext():
         if instance.has_dynamic_partition(name, key):
             return
         try:

@@ -68,10 +68,11 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 @contextmanager
-def batch_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
     """An exclusive lock on ``path`` (created when missing), across threads and processes:
     ``flock`` on a file of its own, released when the holder exits or dies. Used where two
-    runs could otherwise pick or fill the same batch (local and NFSv4 file systems)."""
+    runs could otherwise pick or fill the same batch, register the same partition or create
+    the same Dagster instance (local and NFSv4 file systems)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)

@@ -24,20 +24,20 @@ from sqleval_pipeline.records import Attempt, Execution, iter_records
 ATTEMPT_FIELDS = tuple(n for n in Attempt.model_fields if n not in ("prompt", "raw_response"))
 
 
-def attempts(path: Path, *, sql_only: bool = False, full: bool = False) -> Iterator[Attempt]:
-    """The attempts of a batch in stored order (without prompt and raw response unless
-    ``full``; only those that answered with SQL when ``sql_only``)."""
-    it = iter_records(path, Attempt, columns=None if full else ATTEMPT_FIELDS)
+def attempts(path: Path, *, sql_only: bool = False) -> Iterator[Attempt]:
+    """The attempts of a batch in stored order, without prompt and raw response (only those
+    that answered with SQL when ``sql_only``)."""
+    it = iter_records(path, Attempt, columns=ATTEMPT_FIELDS)
     return (a for a in it if a.kind == "sql") if sql_only else it
 
 
-def joined(attempt_path: Path, executions: Iterable[Execution], *, full: bool = False
+def joined(attempt_path: Path, executions: Iterable[Execution]
            ) -> Iterator[tuple[Attempt, Execution | None]]:
     """Each attempt with its execution (None for refusals and errors), walking both files in
     step. An SQL attempt without its execution raises :class:`MissingExecution`."""
     ex_it = iter(executions)
     pending: Execution | None = None
-    for a in attempts(attempt_path, full=full):
+    for a in attempts(attempt_path):
         if a.kind != "sql":
             yield a, None
             continue

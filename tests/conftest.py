@@ -26,6 +26,28 @@ def demo_tables() -> list[str]:
     return sorted(snap.SnapshotManifest.from_file(snap.manifest_path(manifest_dir, sid)).tables)
 
 
+def at_once(*calls):
+    """Run each callable in a thread of its own, all started together; (their results in
+    order, None for one that raised; the exceptions raised)."""
+    import threading
+
+    results: list = [None] * len(calls)
+    errors: list[BaseException] = []
+
+    def run(i, call):
+        try:
+            results[i] = call()
+        except Exception as exc:  # noqa: BLE001 - returned to the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results, errors
+
+
 def demo_policy(**kwargs):
     """The bundled guard policy over the demo's served tables."""
     from sqleval_pipeline.guard.policy import load_policy

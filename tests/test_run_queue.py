@@ -83,23 +83,12 @@ def test_nightly_runs_name_their_provider_and_offline_ones_none(tmp_path):
 
 
 def test_a_partition_registered_by_many_at_once_is_registered_once(tmp_path):
-    import threading
-
     from sqleval_pipeline.orchestrate import add_partition
+    from tests.conftest import at_once
 
-    errors = []
     with dg.instance_for_test() as instance:
-        def go():
-            try:
-                add_partition(instance, "config_versions", "alpha@12345678", lock=tmp_path / ".lock")
-            except Exception as exc:  # noqa: BLE001 - reported below
-                errors.append(exc)
-
-        threads = [threading.Thread(target=go) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _, errors = at_once(*[lambda: add_partition(instance, "config_versions", "alpha@12345678",
+                                                    lock=tmp_path / ".lock")] * 8)
         assert errors == []
         assert instance.get_dynamic_partitions("config_versions") == ["alpha@12345678"]
 

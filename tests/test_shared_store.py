@@ -2,7 +2,6 @@
 what when."""
 
 import dataclasses
-import threading
 
 import pytest
 
@@ -12,18 +11,28 @@ from sqleval_pipeline.configs import load_config
 from sqleval_pipeline.records import Grade, load_records
 from sqleval_pipeline.storage import Remote
 from sqleval_pipeline.store import Store
+from tests.conftest import at_once
 
 IDS = ["com-001", "com-004", "com-012", "com-018", "com-025"]
 
 
 def configs(tmp_path):
-    """Three configuration versions: the two bundled baselines and a third with four runs."""
-    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
-    cur = load_config(paths.EVALS_DIR / "configs" / "baseline_curated.yaml")
-    text = (paths.EVALS_DIR / "configs" / "baseline_raw.yaml").read_text()
-    third = tmp_path / "third.yaml"
-    third.write_text(text.replace("name: baseline-raw", "name: baseline-raw-two").replace("runs: 3", "runs: 4"))
-    return [raw, cur, load_config(third)]
+    """Three configuration versions: copies of the two bundled baselines under names of their
+    own, and a third with four runs. Own names, because a scorecard's judge-calibration line
+    reads the human labels of the bundled configurations' newest batches in the store: with
+    those names, a version's scorecard would depend on which other batches had finished when
+    it was built (the order of the runs), which is not what these tests compare."""
+    out = []
+    for src, name, extra in (("baseline_raw.yaml", "raw-copy", ""),
+                             ("baseline_curated.yaml", "curated-copy", ""),
+                             ("baseline_raw.yaml", "raw-four-runs", "runs: 4")):
+        text = (paths.EVALS_DIR / "configs" / src).read_text()
+        text = "\n".join(line for line in text.splitlines()
+                         if not line.startswith(("name:", "baseline:") + (("runs:",) if extra else ())))
+        f = tmp_path / f"{name}.yaml"
+        f.write_text(f"name: {name}\n{extra}\n{text}\n")
+        out.append(load_config(f))
+    return out
 
 
 def stored(store: Store, key: str):
@@ -39,19 +48,7 @@ def test_versions_evaluated_at_once_store_what_they_store_one_after_another(env,
     loaded = configs(tmp_path)
     together = dataclasses.replace(env, store=Store(tmp_path / "together"))
     apart = dataclasses.replace(env, store=Store(tmp_path / "apart"))
-    errors = []
-
-    def one(cfg):
-        try:
-            ev.evaluate(together, cfg, case_ids=IDS)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=one, args=(c,)) for c in loaded]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _, errors = at_once(*(lambda c=c: ev.evaluate(together, c, case_ids=IDS) for c in loaded))
     assert errors == []
     for cfg in loaded:
         ev.evaluate(apart, cfg, case_ids=IDS)
@@ -90,19 +87,7 @@ def test_two_runs_of_one_version_at_once_make_one_batch(env, tmp_path):
     the partition's lock, so both continue the same batch (filled once), never two."""
     raw = configs(tmp_path)[0]
     env = dataclasses.replace(env, store=Store(tmp_path / "one"))
-    results, errors = [], []
-
-    def go():
-        try:
-            results.append(ev.stage_attempts(env, raw, case_ids=IDS))
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
-
-    threads = [threading.Thread(target=go) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results, errors = at_once(*[lambda: ev.stage_attempts(env, raw, case_ids=IDS)] * 2)
     assert errors == []
     assert len(env.store.batches(raw.partition_key)) == 1
     assert results[0].batch.batch_id == results[1].batch.batch_id
@@ -132,22 +117,11 @@ def test_readers_of_the_serving_file_in_one_process_can_open_it_at_once(serving_
     settings, so every reader opens it with the same ones."""
     from sqleval_pipeline import snapshot as snap
 
-    errors = []
-
-    def reader(fn, times):
-        for _ in range(times):
-            try:
-                fn()
-            except Exception as exc:  # noqa: BLE001 - reported below
-                errors.append(exc)
+    def times(n, fn):
+        return lambda: [fn() for _ in range(n)]
 
     path = serving_snapshot.path
-    fns = [(lambda: snap.list_serving_objects(path), 100),
-           (lambda: snap.open_readonly(path).close(), 100),
-           (lambda: snap.fingerprint_serving(path), 1)]  # hashes every table: once
-    threads = [threading.Thread(target=reader, args=f) for f in fns]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _, errors = at_once(times(100, lambda: snap.list_serving_objects(path)),
+                        times(100, lambda: snap.open_readonly(path).close()),
+                        times(1, lambda: snap.fingerprint_serving(path)))  # hashes every table
     assert errors == []

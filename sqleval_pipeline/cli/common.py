@@ -34,7 +34,7 @@ def project():
 
 def run_assets(groups: list[str], run_config: dict | None = None, *, partition_key: str | None = None,
                configs_dir: str | None = None, show_progress: bool = False,
-               reported_checks: frozenset[str] = frozenset()):
+               reported_checks: frozenset[str] = frozenset(), tags: dict[str, str] | None = None):
     """Materialize asset groups of the project in-process. dbt's streamed log goes to a file,
     not the screen; long stages drive rich progress bars.
 
@@ -71,7 +71,7 @@ def run_assets(groups: list[str], run_config: dict | None = None, *, partition_k
         try:
             with log_path.open("w") as log, contextlib.redirect_stdout(log):
                 summary = materialize(groups, run_config, project=proj, partition_key=partition_key,
-                                      configs_dir=configs_dir)
+                                      configs_dir=configs_dir, tags=tags)
         except (RunFailed, ProjectError) as exc:
             failure = exc
         except Exception as exc:  # dbt/Dagster setup errors: say what, keep the log

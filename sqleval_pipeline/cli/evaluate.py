@@ -124,7 +124,8 @@ def run(
                   "this run but cannot re-materialize its partition")
     summary = run_assets(EVALUATION_GROUPS, {"ops": {"eval_attempts": {"config": op_config}}},
                          partition_key=loaded.partition_key, configs_dir=str(config.resolve().parent),
-                         show_progress=True, reported_checks=frozenset({"eval_gate:regression_gate"}))
+                         show_progress=True, reported_checks=frozenset({"eval_gate:regression_gate"}),
+                         tags=loaded.run_tags)
     calls = summary.materialized.get("eval_attempts", {}).get("provider_calls", 0)
     console.print(f"Dagster run {summary.run_id[:8]} in {summary.seconds:.1f} s; this run made "
                   f"{calls} provider call(s)")
@@ -156,7 +157,7 @@ def demo() -> None:
     for loaded in configs:
         console.rule(f"evaluating {loaded.partition_key}")
         s = run_assets(EVALUATION_GROUPS, partition_key=loaded.partition_key, show_progress=True,
-                       reported_checks=frozenset({"eval_gate:regression_gate"}))
+                       reported_checks=frozenset({"eval_gate:regression_gate"}), tags=loaded.run_tags)
         console.print(f"Dagster run {s.run_id[:8]} in {s.seconds:.1f} s")
         ok = show_evaluation(loaded.partition_key,
                              markdown=proj.home.root / "reports" / f"{loaded.name}.md")

@@ -49,6 +49,7 @@ from sqleval_pipeline.generation.baseline_vocab import (  # noqa: F401  (month_w
 )
 from sqleval_pipeline.generation.context import SchemaCatalog
 from sqleval_pipeline.glossary import Glossary, Term
+from sqleval_pipeline.guard.lru import LRU
 from sqleval_pipeline.records import Usage
 
 TOP_RX = re.compile(rf"\btop\s+{NUM}\b")
@@ -116,7 +117,7 @@ class BaselineGenerator:
         self.name = name or ("baseline-curated" if glossary else "baseline-raw")
         self.vocab = Vocabulary(catalog, glossary)
         self.tables = self.vocab.tables
-        self._answers: dict[str, tuple[str, str]] = {}
+        self._answers: LRU[str, tuple[str, str]] = LRU(65536)
         self._terms = {kind: [(name, term) for term in glossary.by_kind(kind)
                               for name in [term.term, *term.aliases]]
                        for kind in ("metric", "filter", "time_window")} if glossary else {}
@@ -160,9 +161,7 @@ class BaselineGenerator:
                 found = ("refusal", refusal) if refusal else ("sql", self.compile(q, original))
             except Unmappable as exc:
                 found = ("refusal", f"cannot map the question: {exc}")
-            if len(self._answers) >= 65536:
-                self._answers.clear()
-            self._answers[original] = found
+            self._answers.put(original, found)
         return found
 
     def _refusal(self, q: str) -> str | None:

@@ -17,7 +17,7 @@ import datetime as dt
 import math
 import re
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -30,6 +30,7 @@ from sqleval_pipeline.configs import ContextSettings
 from sqleval_pipeline.generation.base import Example, GenerationContext
 from sqleval_pipeline.glossary import Glossary, Term
 from sqleval_pipeline.golden.model import Case
+from sqleval_pipeline.guard.lru import LRU
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an the of in on for to by and or is are was were what which how many much "
@@ -262,8 +263,7 @@ class ContextBuilder:
         self._terms = {t.term: t for t in self.glossary.terms} if self.glossary else {}
         self._examples = {e.case_id: e for e in self.examples}
         #: the contexts built last (least recently used dropped first)
-        self._built: OrderedDict[tuple[str, str], GenerationContext] = OrderedDict()
-        self.cache_size = 1024
+        self._built: LRU[tuple[str, str], GenerationContext] = LRU(1024)
         self._building: dict[tuple[str, str], threading.Lock] = {}
         self._lock = threading.Lock()
         #: False for a system that reads only the question (the embedded baseline): no
@@ -282,23 +282,17 @@ class ContextBuilder:
         together (the runner works case by case), so only the most recent contexts are kept:
         memory does not grow with the golden set."""
         key = (case_id, question)
-        with self._lock:
-            built = self._built.get(key)
-            if built is not None:
-                self._built.move_to_end(key)
-                return built.model_copy(update={"run_index": run_index})
-            # one lock per case being built: its runs wait for one build, others go on
-            lock = self._building.setdefault(key, threading.Lock())
-        with lock:
-            with self._lock:
+        built = self._built.get(key)
+        if built is None:
+            with self._lock:  # one lock per case being built: its runs wait for one build
+                lock = self._building.setdefault(key, threading.Lock())
+            with lock:
                 built = self._built.get(key)
-            if built is None:
-                built = self._context(case_id, question)
-                with self._lock:
-                    self._built[key] = built
-                    while len(self._built) > self.cache_size:
-                        self._built.popitem(last=False)
-                    self._building.pop(key, None)
+                if built is None:
+                    built = self._context(case_id, question)
+                    self._built.put(key, built)
+            with self._lock:
+                self._building.pop(key, None)
         return built.model_copy(update={"run_index": run_index})
 
     def _context(self, case_id: str, question: str) -> GenerationContext:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import os
 import secrets
 import shutil
@@ -37,7 +36,7 @@ from sqleval_pipeline.generation.context import ContextBuilder
 from sqleval_pipeline.generation.retry import call_with_retries
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.records import Attempt, RecordWriter, count_records, load_records
-from sqleval_pipeline.store import BatchInfo, Store, batch_lock
+from sqleval_pipeline.store import BatchInfo, Store, file_lock
 
 
 def golden_hash(cases: Sequence[Case]) -> str:
@@ -45,11 +44,6 @@ def golden_hash(cases: Sequence[Case]) -> str:
     for c in sorted(cases, key=lambda c: c.id):
         h.update(c.to_json_line().encode())
     return h.hexdigest()[:12]
-
-
-def part_name(case_id: str, run_index: int) -> str:
-    """The per-attempt journal file of earlier versions (still read on resume)."""
-    return f"{case_id}__r{run_index}.json"
 
 
 @dataclass
@@ -129,17 +123,23 @@ class Journal:
     def __init__(self, parts: Path, *, sync_every: int = 512, sync_seconds: float = 1.0):
         parts.mkdir(parents=True, exist_ok=True)
         self.path = parts / f"journal-{os.getpid()}-{secrets.token_hex(3)}.jsonl"
-        self._fh = self.path.open("a", encoding="utf-8")
+        self._fh = self.path.open("ab")
+        self._size = 0  # a new file: the next line starts here
         self._unsynced = 0
         self._last_sync = time.monotonic()
         self.sync_every, self.sync_seconds = sync_every, sync_seconds
 
-    def add(self, attempt: Attempt) -> None:
-        self._fh.write(attempt.model_dump_json() + "\n")
+    def add(self, attempt: Attempt) -> tuple[Path, int]:
+        """Write one attempt; where its line is (file, byte offset)."""
+        line = attempt.model_dump_json().encode() + b"\n"
+        where = (self.path, self._size)
+        self._fh.write(line)
         self._fh.flush()
+        self._size += len(line)
         self._unsynced += 1
         if self._unsynced >= self.sync_every or time.monotonic() - self._last_sync >= self.sync_seconds:
             self.sync()
+        return where
 
     def sync(self) -> None:
         if self._unsynced:
@@ -186,11 +186,10 @@ def _read_record(handles: dict[Path, object], path: Path, offset: int) -> Attemp
 
 def _key_of(text: str | bytes) -> tuple[str, int] | None:
     try:
-        d = json.loads(text)
-        Attempt.model_validate(d)
-        return d["case_id"], d["run_index"]
-    except (ValueError, KeyError, TypeError):
+        a = Attempt.model_validate_json(text)
+    except ValueError:
         return None
+    return a.case_id, a.run_index
 
 
 # ---- the stage -----------------------------------------------------------------------------
@@ -206,7 +205,7 @@ def run_attempts(
     Holds the batch's lock while filling, so a second process asked for the same batch waits
     and then finds it complete. A complete batch is returned as stored; ``generator`` and
     ``builder`` may then be None."""
-    with batch_lock(store.batch_dir(info.partition_key, info.batch_id) / ".fill.lock"):
+    with file_lock(store.batch_dir(info.partition_key, info.batch_id) / ".fill.lock"):
         info = store.get(info.partition_key, info.batch_id) or info
         return _run_locked(store=store, info=info, cases=cases, generator=generator,
                            builder=builder, concurrency=concurrency, max_retries=max_retries,
@@ -228,11 +227,16 @@ def _run_locked(*, store, info, cases, generator, builder, concurrency, max_retr
     parts = bdir / "parts"
     store.write_batch(info)
     wanted = {(cid, r) for cid in info.case_ids for r in range(info.runs)}
-    done = {key for key, _path, _offset in journaled(parts)} & wanted
+    # where each finished attempt's record is: read from the journal once, then kept up to
+    # date as attempts are added, and used to consolidate without reading the journal again
+    where: dict[tuple[str, int], tuple[Path, int]] = {}
+    for key, path, offset in journaled(parts):
+        if key in wanted:
+            where.setdefault(key, (path, offset))  # a duplicate (two fills of one batch): the first
     by_id = {c.id: c for c in cases}
     todo = ((by_id[cid], r) for cid in info.case_ids for r in range(info.runs)
-            if (cid, r) not in done)
-    resumed = len(done)
+            if (cid, r) not in where)
+    resumed = len(where)
     total = len(wanted)
     calls = _Counter()
     if on_progress:
@@ -243,13 +247,13 @@ def _run_locked(*, store, info, cases, generator, builder, concurrency, max_retr
     finished = resumed
     try:
         for attempt in _produce(todo, kw, concurrency, inline=getattr(generator, "in_process", False)):
-            journal.add(attempt)
+            where.setdefault((attempt.case_id, attempt.run_index), journal.add(attempt))
             finished += 1
             if on_progress:
                 on_progress(finished, total)
     finally:
         journal.close()
-    counts = _consolidate(parts, final, info)
+    counts = _consolidate(where, final, info)
     info = info.model_copy(update={
         "status": "complete", "counts": counts,
         "provider_calls": info.provider_calls + calls.n,
@@ -285,13 +289,11 @@ def _produce(todo, kw: dict, concurrency: int, *, inline: bool) -> Iterator[Atte
                 fut.cancel()
 
 
-def _consolidate(parts: Path, final: Path, info: BatchInfo) -> dict[str, int]:
-    """Stream the journal into ``attempts.parquet`` in case and run order (an index of where
-    each attempt's line is, then one read per attempt: nothing but the index is held);
-    the counts by kind."""
-    where: dict[tuple[str, int], tuple[Path, int]] = {}
-    for key, path, offset in journaled(parts):
-        where.setdefault(key, (path, offset))  # a duplicate (two fills of one batch): the first
+def _consolidate(where: dict[tuple[str, int], tuple[Path, int]], final: Path,
+                 info: BatchInfo) -> dict[str, int]:
+    """Stream the journal into ``attempts.parquet`` in case and run order, one read per
+    attempt at the place ``where`` names (nothing but that index is held); the counts by
+    kind."""
     missing = [(cid, r) for cid in info.case_ids for r in range(info.runs) if (cid, r) not in where]
     if missing:
         raise RuntimeError(f"batch {info.batch_id}: {len(missing)} attempt(s) missing from the "

@@ -202,17 +202,12 @@ def test_two_fills_of_one_batch_at_once_make_each_attempt_once(tmp_path, setup):
     store = Store(tmp_path)
     info = batch(store, setup)
     store.write_batch(info)
+    from tests.conftest import at_once
+
     systems = [FakeSystem(), FakeSystem()]
-    results = [None, None]
-
-    def go(i):
-        results[i] = run(store, setup, systems[i], batch(store, setup), concurrency=2)
-
-    threads = [threading.Thread(target=go, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results, errors = at_once(*(lambda s=s: run(store, setup, s, batch(store, setup), concurrency=2)
+                                for s in systems))
+    assert errors == []
     assert sorted(s.calls for s in systems) == [0, 30]
     assert results[0].batch.batch_id == results[1].batch.batch_id == info.batch_id
     stored = load_records(store.artifact(info.partition_key, info.batch_id, "attempts.parquet"), Attempt)

@@ -6,7 +6,7 @@ import dagster as dg
 
 from sqleval_pipeline.defs.evaluation.jobs import evaluate_job
 from sqleval_pipeline.defs.evaluation.partitions import config_versions
-from sqleval_pipeline.defs.evaluation.sensors import config_partition_keys, provider_tags
+from sqleval_pipeline.defs.evaluation.sensors import current_configs
 from sqleval_pipeline.defs.resources import SqlevalHome
 
 
@@ -16,17 +16,15 @@ from sqleval_pipeline.defs.resources import SqlevalHome
                          "provider's model drift shows up")
 def nightly_evaluation(context: dg.ScheduleEvaluationContext, sqleval: SqlevalHome):
     errors: list[str] = []
-    keys = config_partition_keys(Path(sqleval.configs_dir) if sqleval.configs_dir else None,
-                                 sqleval.project, errors)
+    configs = current_configs(Path(sqleval.configs_dir) if sqleval.configs_dir else None,
+                              sqleval.project, errors)
     for e in errors:  # one broken file must not stop the others' nightly run
         context.log.warning(f"invalid configuration skipped: {e}")
     registered = set(context.instance.get_dynamic_partitions(config_versions.name))
-    providers = provider_tags(Path(sqleval.configs_dir) if sqleval.configs_dir else None,
-                              sqleval.project)
     day = context.scheduled_execution_time.strftime("%Y-%m-%d")
     requests = []
-    for key, active in sorted(keys.items()):
-        if not active:
+    for key, loaded in sorted(configs.items()):
+        if not loaded.config.active:
             continue
         if key not in registered:
             context.log.warning(f"{key} is not registered yet (the sensor adds it); skipped")
@@ -34,6 +32,6 @@ def nightly_evaluation(context: dg.ScheduleEvaluationContext, sqleval: SqlevalHo
         requests.append(dg.RunRequest(
             partition_key=key, run_key=f"nightly:{day}:{key}",
             run_config={"ops": {"eval_attempts": {"config": {"batch": "new"}}}},
-            tags={"sqleval/trigger": "nightly", **providers.get(key, {})},
+            tags={"sqleval/trigger": "nightly", **loaded.run_tags},
         ))
     return requests or dg.SkipReason("no active, registered configuration")

@@ -4,27 +4,17 @@ from pathlib import Path
 
 import dagster as dg
 
-from sqleval_pipeline.configs import ConfigError, load_configs
+from sqleval_pipeline.configs import ConfigError, LoadedConfig, load_configs
 from sqleval_pipeline.defs.evaluation.jobs import evaluate_job
 from sqleval_pipeline.defs.evaluation.partitions import config_versions
 from sqleval_pipeline.defs.resources import SqlevalHome
 
 
-PROVIDER_TAG = "sqleval/provider"
-
-
-def config_partition_keys(configs_dir: Path | None = None, project=None,
-                          errors: list[str] | None = None) -> dict[str, bool]:
-    """Current partition key of every configuration → whether it is active."""
-    return {c.partition_key: c.config.active
-            for c in load_configs(configs_dir, project=project, errors=errors)}
-
-
-def provider_tags(configs_dir: Path | None = None, project=None) -> dict[str, dict[str, str]]:
-    """Partition key → the run tags that name its model provider (``sqleval/provider``; none
-    for offline generators): the run queue's per-provider limit reads them."""
-    return {c.partition_key: {PROVIDER_TAG: c.provider} if c.provider else {}
-            for c in load_configs(configs_dir, project=project, errors=[])}
+def current_configs(configs_dir: Path | None = None, project=None,
+                    errors: list[str] | None = None) -> dict[str, LoadedConfig]:
+    """Every loadable configuration by its current partition key (``errors`` collects the
+    files that could not be loaded)."""
+    return {c.partition_key: c for c in load_configs(configs_dir, project=project, errors=errors)}
 
 
 @dg.sensor(job=evaluate_job, minimum_interval_seconds=60,
@@ -34,22 +24,20 @@ def provider_tags(configs_dir: Path | None = None, project=None) -> dict[str, di
 def new_configuration_versions(context: dg.SensorEvaluationContext, sqleval: SqlevalHome):
     errors: list[str] = []
     try:
-        keys = config_partition_keys(Path(sqleval.configs_dir) if sqleval.configs_dir else None,
-                                     sqleval.project, errors)
+        configs = current_configs(Path(sqleval.configs_dir) if sqleval.configs_dir else None,
+                                  sqleval.project, errors)
     except ConfigError as exc:
         return dg.SkipReason(f"configurations cannot be loaded, nothing registered: {exc}")
     for e in errors:
         context.log.warning(f"invalid configuration skipped: {e}")
     existing = set(context.instance.get_dynamic_partitions(config_versions.name))
-    active = sorted(k for k, on in keys.items() if on)
+    active = sorted(k for k, c in configs.items() if c.config.active)
     new = [k for k in active if k not in existing]  # inactive ones are never registered
     if not new:
         return dg.SkipReason("no new version of an active configuration")
-    providers = provider_tags(Path(sqleval.configs_dir) if sqleval.configs_dir else None,
-                              sqleval.project)
     return dg.SensorResult(
         run_requests=[dg.RunRequest(partition_key=k, run_key=f"register:{k}",
-                                    tags={"sqleval/trigger": "new-version", **providers.get(k, {})})
+                                    tags={"sqleval/trigger": "new-version", **configs[k].run_tags})
                       for k in new],
         dynamic_partitions_requests=[config_versions.build_add_request(new)],
         asset_events=superseded(existing, new),
