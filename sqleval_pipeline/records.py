@@ -181,6 +181,9 @@ class Grade(AttemptKey):
     cluster: str
     case_status: str = "verified"
     snapshot_id: str | None = None
+    #: the case's named slices and tags (scorecard breakdowns beyond difficulty/band/split)
+    facets: dict[str, str] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
 
 
 class Diagnosis(AttemptKey):

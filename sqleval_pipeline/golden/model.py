@@ -26,6 +26,23 @@ BANDS: tuple[str, ...] = Band.__args__  # type: ignore[attr-defined]
 SPLITS: tuple[str, ...] = Split.__args__  # type: ignore[attr-defined]
 
 
+class TieAtCut(BaseModel):
+    """The rows tied at a LIMIT cut (docs/golden-set.md, "Ties at a LIMIT cut").
+
+    The reference's ``ORDER BY … LIMIT k`` cut through rows tied on its ORDER BY keys: the
+    frozen ``rows`` hold ``before`` rows ranked strictly above the tie group, then ``take``
+    rows of the group; ``rows`` here holds the *whole* tie group (``len(rows) > take``),
+    encoded with the result's ``types``. Any ``take`` rows of the group are a right answer.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    keys: list[str] = Field(description="the output columns of the reference's ORDER BY")
+    before: int = Field(ge=0, description="rows of the frozen result ranked above the tie group")
+    take: int = Field(ge=1, description="rows of the tie group the LIMIT keeps")
+    rows: list[list[Any]] = Field(description="every row of the tie group (more than take)")
+
+
 class EncodedResult(BaseModel):
     """A result set in its JSON encoding (values typed by ``types``)."""
 
@@ -34,9 +51,11 @@ class EncodedResult(BaseModel):
     columns: list[str]
     types: list[str]
     rows: list[list[Any]]
+    #: set when the reference's LIMIT cut through a tie group (any selection from it is right)
+    tie: TieAtCut | None = None
 
     def decode(self) -> ResultSet:
-        return ResultSet.from_json(self.model_dump())
+        return ResultSet.from_json(self.model_dump(include={"columns", "types", "rows"}))
 
 
 class Expected(EncodedResult):
@@ -87,6 +106,14 @@ class Case(BaseModel):
     status: Status
     provenance: Provenance
     notes: str | None = None
+    #: free labels; each one is a scorecard slice (``by_tag``)
+    tags: list[str] = Field(default_factory=list)
+    #: named slices kept from the source, e.g. ``{"database": "flight_2", "hardness": "extra"}``
+    #: (Spider's db_id and hardness, BIRD's difficulty); each name is a scorecard breakdown
+    facets: dict[str, str] = Field(default_factory=dict)
+    #: which metadata sqleval inferred rather than read from the source: any of
+    #: ``difficulty``, ``cluster``, ``order_matters``, ``facets.<name>`` (docs/golden-set.md)
+    inferred: list[str] = Field(default_factory=list)
 
     @field_validator("question")
     @classmethod
@@ -133,4 +160,13 @@ class Case(BaseModel):
         import json
 
         data = self.model_dump(mode="json", exclude_none=False)
+        # fields added in revision 4 are written only when set: older files (and the content
+        # hashes computed from their lines) stay as they were
+        for name in ("tags", "facets", "inferred"):
+            if not data[name]:
+                del data[name]
+        if data.get("expected") is not None:
+            for enc in (data["expected"], *data["expected"]["alternatives"]):
+                if enc.get("tie") is None:
+                    enc.pop("tie", None)
         return json.dumps(data, ensure_ascii=False, sort_keys=False)

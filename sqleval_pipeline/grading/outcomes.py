@@ -197,6 +197,8 @@ def grade_attempt(
         "cluster": case.cluster,
         "case_status": case.status,
         "snapshot_id": case.snapshot_id,
+        "facets": dict(case.facets),
+        "tags": list(case.tags),
     }
 
     def g(outcome, reason, **kw) -> Grade:
