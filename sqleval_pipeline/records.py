@@ -184,6 +184,9 @@ class Grade(AttemptKey):
     #: the case's named slices and tags (scorecard breakdowns beyond difficulty/band/split)
     facets: dict[str, str] = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)
+    #: the case's metadata sqleval inferred (e.g. ``cluster``: the scorecard says the clusters
+    #: were derived, not declared)
+    inferred: list[str] = Field(default_factory=list)
 
 
 class Diagnosis(AttemptKey):

@@ -199,6 +199,7 @@ def grade_attempt(
         "snapshot_id": case.snapshot_id,
         "facets": dict(case.facets),
         "tags": list(case.tags),
+        "inferred": list(case.inferred),
     }
 
     def g(outcome, reason, **kw) -> Grade:
