@@ -9,6 +9,9 @@ import typer
 
 from sqleval_pipeline.cli.common import console, err, fail, print_summary, project, run_assets
 
+#: generators that answer without calling a model provider (their calls are not counted)
+OFFLINE_GENERATORS = frozenset({"baseline", "recorded"})
+
 
 def _environment():
     from sqleval_pipeline import evaluation as ev
@@ -40,8 +43,9 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None) -> bool
         fail(f"no scorecard for {partition_key}")
     render_scorecard(card, console)
     folder = env.store.batch_dir(partition_key, batch.batch_id)
-    console.print(f"batch {batch.batch_id}: {batch.counts}; {batch.provider_calls} provider call(s) "
-                  f"made for this batch so far; files in {folder}")
+    calls = (f"{batch.provider_calls} provider call(s) made for this batch so far"
+             if batch.provider_calls else "no provider call made for this batch")
+    console.print(f"batch {batch.batch_id}: {batch.counts}; {calls}; files in {folder}")
     md = [scorecard_markdown(card)]
     passed = True
     d, g = ev.baseline_diff_gate(env, batch)
@@ -127,8 +131,10 @@ def run(
                          show_progress=True, reported_checks=frozenset({"eval_gate:regression_gate"}),
                          tags=loaded.run_tags)
     calls = summary.materialized.get("eval_attempts", {}).get("provider_calls", 0)
-    console.print(f"Dagster run {summary.run_id[:8]} in {summary.seconds:.1f} s; this run made "
-                  f"{calls} provider call(s)")
+    kind = loaded.config.generator.kind
+    made = (f"the {kind} generator calls no provider" if kind in OFFLINE_GENERATORS
+            else f"this run made {calls} provider call(s)")
+    console.print(f"Dagster run {summary.run_id[:8]} in {summary.seconds:.1f} s; {made}")
     if not show_evaluation(loaded.partition_key, markdown=report):
         fail("regression gate failed (comparisons above) and no decision in "
              f"{proj.decisions_path} accepts it; `sqleval show CASE -c {config}` shows a case")

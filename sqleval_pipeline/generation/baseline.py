@@ -109,6 +109,8 @@ class BaselineGenerator:
     reads_context = False
     #: it answers in this process without waiting on I/O: the runner calls it inline
     in_process = True
+    #: no model provider is called: its answers are not counted as provider calls
+    calls_provider = False
 
     def __init__(self, catalog: SchemaCatalog, glossary: Glossary | None = None,
                  name: str | None = None):

@@ -69,6 +69,8 @@ class RecordedGenerator:
 
     #: answers from memory, without waiting on I/O: the runner calls it inline
     in_process = True
+    #: no model provider is called: its answers are not counted as provider calls
+    calls_provider = False
 
     def __init__(self, settings: RecordedSettings, root: Path = paths.REPO_ROOT) -> None:
         self.settings = settings

@@ -77,8 +77,13 @@ class _Counter:
 
 
 def _call(generator: Generator, ctx, max_retries: int, calls: _Counter, sleep):
+    # only a generator that calls a model provider or a service counts its calls (the
+    # embedded baseline and recorded answers say ``calls_provider = False``)
+    counts = getattr(generator, "calls_provider", True)
+
     def once():
-        calls.inc()
+        if counts:
+            calls.inc()
         return generator.generate(ctx)
 
     return call_with_retries(once, max_retries=max_retries, sleep=sleep)
