@@ -131,6 +131,7 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
     if batch.policy_version not in (None, policy.version):
         raise EvaluationError(f"batch {batch.batch_id} belongs to guard policy {batch.policy_version}, "
                               f"not the current {policy.version}; evaluate again without --batch")
+    from sqleval_pipeline.dialect import schema_from_manifest
     from sqleval_pipeline.records import RecordWriter
     from sqleval_pipeline.streams import attempts as stored_attempts
     from sqleval_pipeline.streams import execute_stream
@@ -152,7 +153,7 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
         # one thread per warm worker keeps the pool busy; results come in the attempts' order
         out.write_all(execute_stream(stored_attempts(attempts_path, sql_only=True), guard,
                                      workers=guard.pool.size, dialect=loaded.config.dialect,
-                                     on_done=tick))
+                                     on_done=tick, schema=schema_from_manifest(env.manifest)))
         if not out.count:  # "no SQL attempts" is a legitimate batch: an empty JSON Lines twin
             out.abort()
             save_records(out_path.with_suffix(".jsonl"), [])

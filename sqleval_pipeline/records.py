@@ -133,6 +133,8 @@ class Execution(AttemptKey):
                                      "the system's own text)")
     policy_version: str | None = Field(default=None, description="the resolved guard policy this "
                                        "execution was made under (its content hash)")
+    rewrites: list[str] = Field(default_factory=list, description="the dialect fidelity rules' "
+                                "changes to the system's text, ``rule: detail`` (docs/dialects.md)")
 
     @field_validator("result", mode="before")
     @classmethod

@@ -14,7 +14,7 @@ execution once and each reuse with the attempt it came from (``same_sql_as``).
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -87,14 +87,18 @@ class _Memo:
 
 
 def execute_stream(todo: Iterable[Attempt], guard, *, workers: int, dialect: str | None = None,
-                   on_done: Callable[[], None] | None = None) -> Iterator[Execution]:
+                   on_done: Callable[[], None] | None = None,
+                   schema: Mapping[str, Sequence[tuple[str, str]]] | None = None) -> Iterator[Execution]:
     """Executions of SQL attempts through ``guard``, in input order, at most ``4 x workers``
     in flight; a text already executed in this pass is not executed again.
 
     ``dialect``: the system answers in another dialect; its text is transpiled to DuckDB's (a
-    failure is the attempt's ``transpile_failed`` error; the DuckDB text is kept as
-    ``executed_sql``)."""
-    from sqleval_pipeline.dialect import TranspileError, to_duckdb
+    failure is the attempt's ``transpile_failed`` error, its message naming the reason code;
+    the DuckDB text is kept as ``executed_sql`` and the fidelity rules' changes as
+    ``rewrites``). ``schema``: the served tables' ``(column, DuckDB type)`` pairs
+    (:func:`sqleval_pipeline.dialect.schema_from_manifest`), which the rules need to tell a
+    SQLite string from a column and to keep type affinity and integer division."""
+    from sqleval_pipeline.dialect import TranspileError, translate
 
     memo = _Memo()
     window: deque = deque()
@@ -103,7 +107,7 @@ def execute_stream(todo: Iterable[Attempt], guard, *, workers: int, dialect: str
         return {"config_version": a.config_version, "case_id": a.case_id, "run_index": a.run_index}
 
     def finish(item) -> Execution:
-        a, executed, fut, first = item
+        a, (executed, rewrites), fut, first = item
         if fut is None:  # transpile failure: made without the guard
             return executed
         res = fut.result()
@@ -112,29 +116,34 @@ def execute_stream(todo: Iterable[Attempt], guard, *, workers: int, dialect: str
         else:
             memo.settled(res)
         ex = res.to_execution(a.config_version, a.case_id, a.run_index)
-        return ex.model_copy(update={"executed_sql": executed}) if executed else ex
+        if executed:
+            return ex.model_copy(update={"executed_sql": executed, "rewrites": rewrites})
+        return ex
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for a in todo:
-            sql, executed = a.sql, None
+            sql, executed, rewrites = a.sql, None, []
             if dialect:
                 try:
-                    sql = executed = to_duckdb(a.sql, dialect)
+                    translation = translate(a.sql, dialect, schema)
+                    sql = executed = translation.sql
+                    rewrites = [str(r) for r in translation.rewrites]
                 except TranspileError as exc:
                     err = Execution(config_version=a.config_version, case_id=a.case_id,
                                     run_index=a.run_index, status="error", error_source="sql",
                                     error_code="transpile_failed",
-                                    error_message=f"cannot transpile from {dialect}: {exc}")
-                    window.append((a, err, None, None))
+                                    error_message=f"cannot transpile from {dialect} "
+                                                  f"({exc.reason}): {exc}")
+                    window.append((a, (err, []), None, None))
                     sql = None
             if sql is not None:
                 found = memo.get(sql)
                 if found is not None:
-                    window.append((a, executed, found[0], found[1]))
+                    window.append((a, (executed, rewrites), found[0], found[1]))
                 else:
                     fut = pool.submit(guard.execute, sql, log_extra=key_of(a))
                     memo.put(sql, fut, key_of(a))
-                    window.append((a, executed, fut, None))
+                    window.append((a, (executed, rewrites), fut, None))
             while len(window) > 4 * max(1, workers):
                 yield finish(window.popleft())
                 if on_done:

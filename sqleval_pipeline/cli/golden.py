@@ -84,6 +84,65 @@ def golden_verify(golden: GoldenPath = None) -> None:
                   f"{pinned_id} in {time.perf_counter() - started:.1f} s")
 
 
+@golden_app.command("audit")
+def golden_audit(
+    golden: GoldenPath = None,
+    cases: Annotated[Optional[str], typer.Option(help="Comma-separated case ids (default: all)")] = None,
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the report "
+                                                      "as JSON to this file")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1)")] = False,
+    runs: Annotated[int, typer.Option(min=1, max=10, help="Runs of every reference")] = 3,
+) -> None:
+    """Run every reviewed reference as if a system had answered it (guard, grading, three
+    runs) and flag weak ones; exit 1 on any error (with --strict, on any warning)."""
+    from rich.markup import escape
+
+    from sqleval_pipeline.golden.audit import audit_cases
+    from sqleval_pipeline.guard.executor import GuardedExecutor, GuardSetupError
+    from sqleval_pipeline.guard.policy import PolicyError, project_policy
+
+    proj = project()
+    pinned_id, manifest, serving = pinned()
+    gs = load_golden_or_fail(_golden(golden))
+    wanted = [c.strip() for c in cases.split(",") if c.strip()] if cases else None
+    if wanted and (unknown := sorted(set(wanted) - set(gs.by_id()))):
+        fail(f"unknown case id(s): {', '.join(unknown)}")
+    todo = [c for c in gs.cases if wanted is None or c.id in wanted]
+    try:
+        guard = GuardedExecutor(serving, as_of=manifest.as_of, policy=project_policy(proj, manifest))
+    except (GuardSetupError, PolicyError) as exc:
+        fail(str(exc))
+    with guard, console.status(f"auditing {len(todo)} case(s) on {pinned_id} …") as status:
+        report = audit_cases(todo, serving=serving, snapshot_id=pinned_id, as_of=manifest.as_of,
+                             guard=guard, runs=runs,
+                             progress=lambda stage, done, total: status.update(
+                                 f"auditing {len(todo)} case(s) on {pinned_id}: {stage} …"))
+    flagged = report.flagged()
+    unreviewed = [s for s in report.skipped if s.code == "unreviewed"]
+    if flagged or unreviewed:
+        t = Table(title=f"golden audit on {pinned_id} (as of {manifest.as_of})")
+        for col in ("case", "checks failed", "details"):
+            t.add_column(col, overflow="fold")
+        for ca in flagged:
+            codes = [f"[red]{f.code}[/]" if f.severity == "error" else f"[yellow]{f.code}[/]"
+                     for f in ca.findings]
+            details = [escape(f"{f.reading + ': ' if f.reading else ''}{f.detail}") for f in ca.findings]
+            t.add_row(ca.case_id, "\n".join(codes), "\n".join(details))
+        for s in unreviewed:
+            t.add_row(s.case_id, "[dim]skipped[/]", escape(s.detail))
+        console.print(t)
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    colour = "red" if report.errors else ("yellow" if report.warnings else "green")
+    console.print(f"[{colour}]{escape(report.summary())}[/]"
+                  + (f"; report: {json_path}" if json_path else ""), highlight=False)
+    code = report.exit_code(strict)
+    if code and not report.errors:
+        err.print("[yellow]--strict:[/] warnings fail the audit")
+    raise typer.Exit(code)
+
+
 @golden_app.command("add")
 def golden_add(
     question: Annotated[str, typer.Option(help="The question as the user asked it")],
@@ -165,8 +224,10 @@ def golden_import(
     if default_difficulty not in difficulties:
         fail(f"--difficulty {default_difficulty!r} is not in the project's taxonomy {list(difficulties)}")
     pinned_id, manifest, serving = pinned()
+    from sqleval_pipeline.dialect import schema_from_manifest
+
     try:
-        batch = read_questions(path, fmt, dialect)
+        batch = read_questions(path, fmt, dialect, schema=schema_from_manifest(manifest))
     except ValueError as exc:
         fail(str(exc))
     target = file or proj.default_golden_file()
@@ -198,6 +259,15 @@ def golden_import(
     console.print(t)
     for w in report.warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
+    for line in report.inferred_summary():
+        console.print(f"inferred: {escape(line)}", highlight=False)
+    rewritten = sum(1 for c in report.accepted if c.notes and "\nrewrite " in f"\n{c.notes}")
+    if rewritten:
+        console.print(f"{rewritten} case(s) needed a dialect rewrite to keep their {batch.dialect} "
+                      "meaning (each rewrite is in the case's notes; docs/dialects.md)", highlight=False)
+    note = report.execution_only_note()
+    if note:
+        console.print(f"[yellow]{escape(note)}[/]", highlight=False)
     console.print(f"{len(report.accepted)} case(s) added, {len(report.rejected)} row(s) rejected"
                   f"; {target} keeps every case it had")
     if report.rejected and not report.accepted:

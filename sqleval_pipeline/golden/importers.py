@@ -84,7 +84,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqleval_pipeline.dialect import TranspileError, resolve_dialect, to_duckdb
+from sqleval_pipeline.dialect import Schema, TranspileError, resolve_dialect, translate
 from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 from sqleval_pipeline.golden.defog_sql import (  # re-exported: part of this module's API
     MAX_DEFOG_READINGS,
@@ -161,6 +161,12 @@ class ImportRow:
     traps: list[str] = field(default_factory=list)
     notes: str | None = None
     source: str = ""
+    #: named slices the source gives (a benchmark's database, its own difficulty)
+    facets: dict[str, str] = field(default_factory=dict)
+    #: the cluster a benchmark implies when the row names none (its database); marked derived
+    derived_cluster: str | None = None
+    #: every rewrite the dialect translation made, ``"rule: detail"`` (kept beside the original)
+    rewrites: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -173,6 +179,8 @@ class ImportBatch:
     dialect: str | None = None
     #: file-level remarks (ignored fields, capped expansions are in the rows' notes)
     warnings: list[str] = field(default_factory=list)
+    #: the served schema the SQL was translated against (None: schema-blind)
+    schema: Schema | None = None
 
 
 class _RowError(ValueError):
@@ -182,8 +190,14 @@ class _RowError(ValueError):
 # --------------------------------------------------------------------------- entry point
 
 
-def read_questions(path: Path, fmt: str | None = None, dialect: str | None = None) -> ImportBatch:
-    """Parse a question file into an :class:`ImportBatch` (see the module doc for formats)."""
+def read_questions(path: Path, fmt: str | None = None, dialect: str | None = None,
+                   schema: Schema | None = None) -> ImportBatch:
+    """Parse a question file into an :class:`ImportBatch` (see the module doc for formats).
+
+    ``schema`` (served table -> ``[(column, type)]``, :func:`~sqleval_pipeline.dialect.schema_from_manifest`)
+    makes the translation schema-aware: SQLite's double-quoted strings, bare columns and type
+    affinity are read as SQLite reads them (docs/dialects.md); without it those rules cannot be
+    decided."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -209,7 +223,7 @@ def read_questions(path: Path, fmt: str | None = None, dialect: str | None = Non
     reader = {"csv": _read_own_csv, "jsonl": _read_own_jsonl, "defog": _read_defog,
               "spider": _read_spider, "bird": _read_bird}[fmt]
     chosen = explicit if dialect is not None else DEFAULT_DIALECTS[fmt]
-    batch = ImportBatch(rows=[], rejected=[], format=fmt, path=path, dialect=chosen)
+    batch = ImportBatch(rows=[], rejected=[], format=fmt, path=path, dialect=chosen, schema=schema)
     reader(path, text if data is None else data, batch, chosen, dialect is not None)
     batch.rejected.sort(key=lambda r: r.line)
     return batch
@@ -324,8 +338,9 @@ def _text(value: Any, what: str) -> str | None:
     return value or None
 
 
-def _transpile(row: ImportRow, dialect: str | None) -> None:
-    """Translate the row's SQL and alternatives to DuckDB in place (raises _RowError)."""
+def _transpile(row: ImportRow, dialect: str | None, schema: Schema | None = None) -> None:
+    """Translate the row's SQL and alternatives to DuckDB in place (raises _RowError); every
+    rewrite the translation made is kept in ``row.rewrites``."""
     name = resolve_dialect(dialect)
     if name is None:
         return
@@ -335,9 +350,11 @@ def _transpile(row: ImportRow, dialect: str | None) -> None:
         which = "sql" if (i == 0 and row.sql is not None) else \
             f"alternatives[{i - (1 if row.sql is not None else 0)}]"
         try:
-            out.append(to_duckdb(text, name))
+            done = translate(text, name, schema)
         except TranspileError as exc:
             raise _RowError(f"{which} ({name} to DuckDB): {exc}") from None
+        out.append(done.sql)
+        row.rewrites.extend(f"{which}: {r}" for r in done.rewrites)
     row.original_dialect = name
     if row.sql is not None:
         row.original_sql, row.sql = row.sql, out[0]
@@ -375,7 +392,7 @@ def _check_columns(path: Path, columns: Iterable[str], where: str) -> None:
 
 
 def _own_row(path: Path, line: int, rec: dict[str, Any], dialect: str | None,
-             from_csv: bool) -> ImportRow:
+             from_csv: bool, schema: Schema | None = None) -> ImportRow:
     question = _text(rec.get("question"), "question")
     if not question:
         raise _RowError("question is empty")
@@ -413,7 +430,7 @@ def _own_row(path: Path, line: int, rec: dict[str, Any], dialect: str | None,
                         "alternatives empty — for such a question, answering is the failure")
     if row.alternatives and not row.sql:
         raise _RowError("alternatives are given without sql: the reference SQL comes first")
-    _transpile(row, dialect)
+    _transpile(row, dialect, schema)
     return row
 
 
@@ -472,7 +489,7 @@ def _read_own_csv(path: Path, text: str, batch: ImportBatch, dialect: str | None
             batch.rejected.append(Rejection(line, rec))
             continue
         _add(batch, line, rec.get("id"), lambda rec=rec, line=line: _own_row(
-            path, line, rec, dialect, from_csv=True))
+            path, line, rec, dialect, from_csv=True, schema=batch.schema))
 
 
 def _read_own_jsonl(path: Path, text: str, batch: ImportBatch, dialect: str | None,
@@ -501,7 +518,7 @@ def _read_own_jsonl(path: Path, text: str, batch: ImportBatch, dialect: str | No
                 rec.get("id") if isinstance(rec.get("id"), str) else None))
             continue
         _add(batch, line, rec.get("id"), lambda rec=rec, line=line: _own_row(
-            path, line, rec, dialect, from_csv=False))
+            path, line, rec, dialect, from_csv=False, schema=batch.schema))
 
 
 def _add(batch: ImportBatch, line: int, rid: Any, make) -> None:

@@ -22,7 +22,7 @@ from sqleval_pipeline.golden.importers import (
 
 
 def _defog_row(path: Path, line: int, rec: dict[str, str], dialect: str | None,
-               explicit: bool) -> ImportRow:
+               explicit: bool, schema=None) -> ImportRow:
     question = _text(rec.get("question"), "question")
     if not question:
         raise _RowError("question is empty")
@@ -60,7 +60,7 @@ def _defog_row(path: Path, line: int, rec: dict[str, str], dialect: str | None,
                 row_dialect = resolve_dialect(db_type)
             except TranspileError as exc:
                 raise _RowError(f"db_type: {exc}") from None
-    _transpile(row, row_dialect)
+    _transpile(row, row_dialect, schema)
     return row
 
 
@@ -81,7 +81,7 @@ def _read_defog(path: Path, text: str, batch: ImportBatch, dialect: str | None,
             batch.rejected.append(Rejection(line, rec))
             continue
         _add(batch, line, None, lambda rec=rec, line=line: _defog_row(
-            path, line, rec, dialect, explicit))
+            path, line, rec, dialect, explicit, batch.schema))
 
 
 # --------------------------------------------------------------------------- spider / bird
@@ -102,7 +102,7 @@ def _json_records(path: Path, data: list, batch: ImportBatch, used: tuple[str, .
                               f"the {batch.format} import and were ignored")
 
 
-def _spider_row(path: Path, line: int, rec: dict, dialect: str | None) -> ImportRow:
+def _spider_row(path: Path, line: int, rec: dict, dialect: str | None, schema=None) -> ImportRow:
     question = _text(rec.get("question"), "question")
     if not question:
         raise _RowError("question is missing or empty")
@@ -111,8 +111,9 @@ def _spider_row(path: Path, line: int, rec: dict, dialect: str | None) -> Import
         raise _RowError("query is missing or empty")
     db = _text(rec.get("db_id"), "db_id")
     row = ImportRow(line=line, question=question, sql=sql, source=_source(path, line),
-                    notes=_join_notes(f"db_id: {db}" if db else None))
-    _transpile(row, dialect)
+                    notes=_join_notes(f"db_id: {db}" if db else None),
+                    facets={"database": db} if db else {}, derived_cluster=db)
+    _transpile(row, dialect, schema)
     return row
 
 
@@ -120,10 +121,11 @@ def _read_spider(path: Path, data: list, batch: ImportBatch, dialect: str | None
                  _explicit: bool) -> None:
     for line, rec in _json_records(path, data, batch, ("db_id", "question", "query"),
                                    SPIDER_IGNORED):
-        _add(batch, line, None, lambda rec=rec, line=line: _spider_row(path, line, rec, dialect))
+        _add(batch, line, None, lambda rec=rec, line=line: _spider_row(path, line, rec, dialect,
+                                                                       batch.schema))
 
 
-def _bird_row(path: Path, line: int, rec: dict, dialect: str | None) -> ImportRow:
+def _bird_row(path: Path, line: int, rec: dict, dialect: str | None, schema=None) -> ImportRow:
     question = _text(rec.get("question"), "question")
     if not question:
         raise _RowError("question is missing or empty")
@@ -136,13 +138,15 @@ def _bird_row(path: Path, line: int, rec: dict, dialect: str | None) -> ImportRo
         evidence = None
     qid = rec.get("question_id")
     difficulty = _text(rec.get("difficulty"), "difficulty")
+    facets = {"database": db} if db else {}
+    if difficulty:
+        facets["bird_difficulty"] = difficulty
     row = ImportRow(line=line, question=question, sql=sql, source=_source(path, line),
-                    source_difficulty=difficulty,
-                    tags=[f"bird:{difficulty}"] if difficulty else [],
+                    source_difficulty=difficulty, facets=facets, derived_cluster=db,
                     notes=_join_notes(f"evidence: {evidence}" if evidence else None,
                                       f"db_id: {db}" if db else None,
                                       f"bird question_id: {qid}" if qid is not None else None))
-    _transpile(row, dialect)
+    _transpile(row, dialect, schema)
     return row
 
 
@@ -150,4 +154,5 @@ def _read_bird(path: Path, data: list, batch: ImportBatch, dialect: str | None,
                _explicit: bool) -> None:
     used = ("db_id", "question", "evidence", "SQL", "difficulty", "question_id")
     for line, rec in _json_records(path, data, batch, used, BIRD_IGNORED):
-        _add(batch, line, None, lambda rec=rec, line=line: _bird_row(path, line, rec, dialect))
+        _add(batch, line, None, lambda rec=rec, line=line: _bird_row(path, line, rec, dialect,
+                                                                     batch.schema))

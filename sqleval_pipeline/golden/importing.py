@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from pydantic import ValidationError
 from sqleval_pipeline.golden.freeze import FreezeError, freeze_case
 from sqleval_pipeline.golden.growth import next_id
 from sqleval_pipeline.golden.importers import ImportBatch, ImportRow, Rejection
+from sqleval_pipeline.golden.infer import infer
 from sqleval_pipeline.golden.loader import load_golden
 from sqleval_pipeline.golden.model import BANDS, SPLITS, Case, Provenance
 from sqleval_pipeline.guard.policy import GuardPolicy
@@ -54,6 +56,36 @@ class ImportReport:
     existing: int = 0
     source: str | None = field(default=None)
 
+    def inferred_summary(self) -> list[str]:
+        """One line per inferred field: how many accepted cases got it inferred, and the values
+        (docs/inferred-metadata.md)."""
+        out: list[str] = []
+        for name in ("difficulty", "order_matters", "cluster", "facets.hardness"):
+            got = [c for c in self.accepted if name in c.inferred]
+            if not got:
+                continue
+            if name.startswith("facets."):
+                values = Counter(c.facets.get(name.split(".", 1)[1], "?") for c in got)
+            else:
+                values = Counter(str(getattr(c, name)) for c in got)
+            shown = ", ".join(f"{v} {n}" for v, n in sorted(values.items(), key=lambda x: (-x[1], x[0]))[:8])
+            more = f", … ({len(values) - 8} more values)" if len(values) > 8 else ""
+            out.append(f"{name} inferred for {len(got)} case(s): {shown}{more}")
+        return out
+
+    def execution_only(self) -> list[Case]:
+        """Accepted cases that stay execution-only (no outcome, in no accuracy) until reviewed."""
+        return [c for c in self.accepted if c.status != "verified"]
+
+    def execution_only_note(self) -> str | None:
+        pending = self.execution_only()
+        if not pending:
+            return None
+        return (f"{len(pending)} of {len(self.accepted)} imported case(s) are unverified: they run "
+                "with an execution-only score and count in no accuracy until a person reviews "
+                "them — `sqleval golden review` (accept, edit or reject each), or re-import with "
+                "`--reviewer NAME` when the file's references are already reviewed")
+
     def summary(self) -> str:
         """A short human report: counts, then every rejection and warning."""
         src = f" from {self.source}" if self.source else ""
@@ -63,6 +95,10 @@ class ImportReport:
         lines = [head]
         if self.accepted:
             lines.append("accepted: " + ", ".join(c.id for c in self.accepted))
+        lines += [f"inferred: {line}" for line in self.inferred_summary()]
+        note = self.execution_only_note()
+        if note:
+            lines.append(note)
         lines += [f"rejected {r}" for r in self.rejected]
         lines += [f"warning: {w}" for w in self.warnings]
         if not self.written:
@@ -120,7 +156,7 @@ def import_rows(
             case = _build_case(row, case_id, difficulties=difficulties,
                                default_difficulty=default_difficulty,
                                default_cluster=default_cluster, default_split=default_split,
-                               reviewer=reviewer, author=author)
+                               reviewer=reviewer, author=author, fmt=batch.format)
             _guard(row, statement_filter, policy)
         except _Reject as exc:
             rejected.append(Rejection(row.line, str(exc), row.id))
@@ -201,8 +237,16 @@ def _check_new_question(row: ImportRow, existing: dict[str, str], seen: dict[str
 
 def _build_case(row: ImportRow, case_id: str, *, difficulties: tuple[str, ...],
                 default_difficulty: str, default_cluster: str, default_split: str,
-                reviewer: str | None, author: str) -> Case:
+                reviewer: str | None, author: str, fmt: str = "csv") -> Case:
+    """The case of one row. Metadata the row does not give is inferred from its reference
+    (docs/inferred-metadata.md) and listed in ``Case.inferred``: difficulty (never ``trap``),
+    ``order_matters`` (a top-level ORDER BY), cluster (a benchmark's database, else the
+    reference's main table, else the import's default) and Spider's hardness."""
     band = row.band or ("answerable" if row.answerable else "should_refuse")
+    inferred: list[str] = []
+    source_sql = row.original_sql if row.original_sql is not None else row.sql
+    inference = infer(source_sql if band != "should_refuse" else None, difficulties,
+                      row.original_dialect if row.original_sql is not None else None)
     if band not in BANDS:
         raise _Reject(f"band {band!r} is not one of {', '.join(BANDS)}")
     if band == "should_refuse" and (row.sql or row.alternatives):
@@ -215,7 +259,20 @@ def _build_case(row: ImportRow, case_id: str, *, difficulties: tuple[str, ...],
     elif row.source_difficulty in difficulties:
         difficulty = row.source_difficulty
     else:
-        difficulty = default_difficulty
+        difficulty = inference.difficulty or default_difficulty
+        inferred.append("difficulty")
+    order_matters = row.order_matters
+    if order_matters is None:
+        order_matters = inference.order_matters
+        inferred.append("order_matters")
+    cluster = row.cluster
+    if not cluster:
+        cluster = row.derived_cluster or inference.main_table or default_cluster
+        inferred.append("cluster")
+    facets = dict(row.facets)
+    if fmt == "spider" and inference.spider_hardness and "hardness" not in facets:
+        facets["hardness"] = inference.spider_hardness
+        inferred.append("facets.hardness")
     split = row.split or default_split
     if split not in SPLITS:
         raise _Reject(f"split {split!r} is not one of {', '.join(SPLITS)}")
@@ -225,11 +282,11 @@ def _build_case(row: ImportRow, case_id: str, *, difficulties: tuple[str, ...],
         return Case(
             id=case_id, question=row.question, reference_sql=sql,
             alternative_sqls=list(row.alternatives), difficulty=difficulty, band=band,
-            traps=list(row.traps), order_matters=bool(row.order_matters),
-            cluster=row.cluster or default_cluster, split=split, status=status,
+            traps=list(row.traps), order_matters=bool(order_matters),
+            cluster=cluster, split=split, status=status,
             provenance=Provenance(source=row.source or "import", author=author,
                                   reviewer=reviewer, date=dt.date.today()),
-            notes=_notes(row),
+            notes=_notes(row), tags=_unique(row.tags), facets=facets, inferred=inferred,
         )
     except ValidationError as exc:
         problems = "; ".join(
@@ -238,14 +295,17 @@ def _build_case(row: ImportRow, case_id: str, *, difficulties: tuple[str, ...],
         raise _Reject(f"not a valid case: {problems}") from None
 
 
+def _unique(labels: list[str]) -> list[str]:
+    return list(dict.fromkeys(labels))
+
+
 def _notes(row: ImportRow) -> str | None:
     parts = [row.notes] if row.notes else []
-    if row.tags:
-        parts.append("tags: " + ", ".join(row.tags))
     if row.original_dialect and row.original_sql is not None:
         parts.append(f"transpiled from {row.original_dialect}: {row.original_sql}")
         for i, alt in enumerate(row.original_alternatives):
             parts.append(f"alternative {i + 1} transpiled from {row.original_dialect}: {alt}")
+    parts += [f"rewrite {r}" for r in row.rewrites]
     return "\n".join(parts) or None
 
 
@@ -309,6 +369,15 @@ def _result_warnings(row: ImportRow, case: Case, snapshot_id: str) -> list[str]:
         for i, alt in enumerate(case.expected.alternatives):
             if not alt.rows:
                 out.append(f"{where}: alternative {i + 1} returns no rows on {snapshot_id}")
+        if case.expected.tie is not None:
+            tie = case.expected.tie
+            out.append(f"{where}: the reference's LIMIT cuts through {len(tie.rows)} rows tied on "
+                       f"its ORDER BY; any {tie.take} of them are accepted")
+        source_sql = row.original_sql if row.original_sql is not None else row.sql
+        if infer(source_sql, (), row.original_dialect if row.original_sql is not None else None
+                 ).limit_without_order:
+            out.append(f"{where}: the reference has a LIMIT without ORDER BY — its rows are not a "
+                       "reference (any rows may come back); add an ORDER BY that decides them")
     elif case.answerable and not case.reference_sql:
         out.append(f"{where}: no reference SQL — imported as unverified; it gets an "
                    "execution-only score until someone writes one")

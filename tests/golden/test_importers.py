@@ -369,7 +369,8 @@ def test_bird_json(con):
     assert run(con, share.sql) == [(0.25,)]  # 1 denied of 4
     assert share.notes == ("evidence: share of denied = SUM(status = 'denied') / COUNT(claim_id)\n"
                            "db_id: claims_bird\nbird question_id: 17")
-    assert share.tags == ["bird:moderate"] and share.source_difficulty == "moderate"
+    assert share.facets == {"database": "claims_bird", "bird_difficulty": "moderate"}
+    assert share.tags == [] and share.source_difficulty == "moderate" and share.derived_cluster == "claims_bird"
     assert share.difficulty is None  # BIRD's scale is not our taxonomy
     assert run(con, rows[2].sql) == [("2024",)]
     assert "evidence" not in rows[2].notes  # empty evidence

@@ -147,7 +147,9 @@ def test_import_accepts_good_rows_rejects_the_rest_and_keeps_the_existing_bytes(
     assert regions.difficulty == "top_k"
 
     west = cases["clm-012"]
-    assert west.expected.rows == [] and west.difficulty == "simple_aggregate"
+    # no difficulty given: inferred from the reference (one WHERE predicate), and marked so
+    assert west.expected.rows == [] and west.difficulty == "filtered_aggregate"
+    assert "difficulty" in west.inferred and "difficulty" not in open_claims.inferred
     assert any(w.startswith("line 9 (clm-012): the reference SQL returns no rows") for w in report.warnings)
 
     summary = report.summary()
@@ -308,8 +310,14 @@ def test_spider_double_quoted_strings_get_a_hint(golden, serving):
 def test_bird_difficulty_is_used_only_when_the_taxonomy_has_it(golden, serving, tmp_path):
     batch = read_questions(FIXTURES / "bird_dev.json")
     report = do_import(batch, golden, serving)
-    assert [c.difficulty for c in report.accepted] == ["simple_aggregate"] * 3
-    assert all("tags: bird:" in c.notes for c in report.accepted)
+    assert report.rejected == []
+    # the taxonomy has no BIRD label: inferred from the SQL (an aggregate; two ORDER BY … LIMIT 1)
+    assert [c.difficulty for c in report.accepted] == ["simple_aggregate", "top_k", "top_k"]
+    assert all("difficulty" in c.inferred for c in report.accepted)
+    assert [c.facets for c in report.accepted] == [
+        {"database": "claims_bird", "bird_difficulty": d} for d in ("moderate", "simple", "challenging")]
+    assert {c.cluster for c in report.accepted} == {"claims_bird"}
+    assert all("cluster" in c.inferred for c in report.accepted)
     other = tmp_path / "bird.jsonl"
     report = do_import(batch, other, serving, difficulties=("simple", "moderate", "challenging"),
                        default_difficulty="simple")
