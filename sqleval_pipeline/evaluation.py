@@ -200,9 +200,13 @@ def iter_executions(env: Environment, batch: BatchInfo):
 # ---- stage 3: grades ----------------------------------------------------------------------
 
 
-def grade_stream(env: Environment, batch: BatchInfo):
+def grade_stream(env: Environment, batch: BatchInfo, *, skip_unknown: bool = False):
     """The grade of every attempt of a stored batch under the current grader, in attempt
-    order, streamed (writes nothing)."""
+    order, streamed (writes nothing).
+
+    ``skip_unknown``: attempts of cases the golden set no longer has are left out (an older
+    batch re-graded for a comparison: a case removed since cannot be compared); otherwise
+    they are an error."""
     from sqleval_pipeline.grading import grade_attempt
     from sqleval_pipeline.streams import MissingExecution, joined
 
@@ -211,15 +215,17 @@ def grade_stream(env: Environment, batch: BatchInfo):
     try:
         for a, ex in joined(attempts_path, iter_executions(env, batch)):
             if a.case_id not in cases:
+                if skip_unknown:
+                    continue
                 raise EvaluationError(f"attempt for unknown case {a.case_id} in batch {batch.batch_id}")
             yield grade_attempt(cases[a.case_id], a, ex)
     except MissingExecution as exc:
         raise EvaluationError(str(exc)) from exc
 
 
-def grade_batch(env: Environment, batch: BatchInfo) -> list[Grade]:
+def grade_batch(env: Environment, batch: BatchInfo, *, skip_unknown: bool = False) -> list[Grade]:
     """Grade every attempt of a stored batch under the current grader (writes nothing)."""
-    return list(grade_stream(env, batch))
+    return list(grade_stream(env, batch, skip_unknown=skip_unknown))
 
 
 def stage_grades(env: Environment, batch: BatchInfo) -> list[Grade]:

@@ -3,9 +3,10 @@
 For each configuration version (at its newest scored batch) :func:`export` writes, under
 ``DIR/<name>@<hash8>/``, the stored scorecard as it is (``scorecard.json``) and one row per
 case and run (``cases.parquet`` and ``cases.jsonl``, the same rows and columns: :data:`COLUMNS`),
-and ``DIR/export.json`` lists what was written. Everything comes from the store; nothing is
+and ``DIR/export.json`` lists what was written, with each version's overall accuracy, its
+95% interval and the interval's method. Everything comes from the store; nothing is
 recomputed. A run's result rows are not exported (``sqleval show CASE --json`` has them); its
-row count is.
+row count is. A case's facets and tags (the scorecard's slices) are JSON text columns.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pyarrow.parquet as pq
 
 from sqleval_pipeline.casefile import CaseDetail, batch_details, check_partition
 from sqleval_pipeline.environment import Environment, EvaluationError
+from sqleval_pipeline.scoring.scorecard import CaseResult
 from sqleval_pipeline.store import atomic_write_text
 
 FORMAT = "sqleval.export/1"
@@ -35,16 +37,22 @@ COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("guard_reason", _S), ("execution_error_code", _S), ("result_rows", _I), ("result_capped", _B),
     ("elapsed_ms", _F), ("outcome", _S), ("success", _B), ("grade_reason", _S), ("mismatch", _S),
     ("grader_version", _S), ("diagnosis_judge", _S), ("diagnosis_category", _S),
-    ("diagnosis_explanation", _S),
+    ("diagnosis_explanation", _S), ("cluster_derived", _B), ("facets", _S), ("tags", _S),
 )
 SCHEMA = pa.schema([pa.field(name, typ) for name, typ in COLUMNS])
 PRIMARY_JUDGE = "rules"
 
 
-def case_rows(detail: CaseDetail, passed: bool | None, flipped: bool | None) -> list[dict]:
+def case_rows(detail: CaseDetail, passed: bool | None, flipped: bool | None,
+              result: CaseResult | None = None) -> list[dict]:
     """One row per run of a case (:data:`COLUMNS`); the diagnosis is the primary judge's
-    (``rules`` when it diagnosed the run, else the first judge by name)."""
+    (``rules`` when it diagnosed the run, else the first judge by name). ``result``: the
+    case in the scorecard (its facets, tags and whether its cluster was derived; None:
+    unknown, the columns are null)."""
     c, b = detail.case, detail.batch
+    facets = None if result is None else json.dumps(result.facets, ensure_ascii=False, sort_keys=True)
+    tags = None if result is None else json.dumps(result.tags, ensure_ascii=False)
+    derived = None if result is None else result.cluster_derived
     out = []
     for r in detail.runs:
         a, x, g = r.answer, r.execution, r.grade
@@ -68,6 +76,7 @@ def case_rows(detail: CaseDetail, passed: bool | None, flipped: bool | None) -> 
             "diagnosis_judge": diag.judge if diag else None,
             "diagnosis_category": diag.category if diag else None,
             "diagnosis_explanation": diag.explanation if diag else None,
+            "cluster_derived": derived, "facets": facets, "tags": tags,
         })
     return out
 
@@ -95,7 +104,7 @@ def export(env: Environment, partition_keys: Sequence[str] | None, out_dir: Path
         rows = []
         for d in batch_details(env, key, batch.batch_id, max_rows=0):
             v = verdicts.get(d.case.id)
-            rows += case_rows(d, v.passed if v else None, v.flipped if v else None)
+            rows += case_rows(d, v.passed if v else None, v.flipped if v else None, v)
         folder = out_dir / key
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(card_path, folder / "scorecard.json")
@@ -107,8 +116,13 @@ def export(env: Environment, partition_keys: Sequence[str] | None, out_dir: Path
             json.dumps(r, ensure_ascii=False, sort_keys=False) + "\n" for r in rows))
         files = [folder / "scorecard.json", folder / "cases.parquet", folder / "cases.jsonl"]
         written += files
+        acc = card.overall.accuracy
         index.append({"partition_key": key, "batch_id": batch.batch_id, "rows": len(rows),
-                      "files": [str(f.relative_to(out_dir)) for f in files]})
+                      "files": [str(f.relative_to(out_dir)) for f in files],
+                      "accuracy": {"value": acc.value, "low": acc.ci.low if acc.ci else None,
+                                   "high": acc.ci.high if acc.ci else None,
+                                   "method": acc.ci.method if acc.ci else None},
+                      "clusters": card.cluster_note()})
     manifest = out_dir / "export.json"
     atomic_write_text(manifest, json.dumps({
         "format": FORMAT, "created_at": (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),

@@ -467,3 +467,28 @@ def test_a_second_batch_of_one_version_is_compared_with_the_first(env):
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
     stored = env.store.batch_dir(loaded.partition_key, second.batch.batch_id)
     assert (stored / "previous_batch" / "gate.json").exists()
+
+
+def test_a_baseline_holding_a_case_removed_since_is_compared_on_the_cases_both_have(env):
+    """An older batch re-graded for a comparison may hold attempts of a case the golden set no
+    longer has (a re-import rejected it): they are left out, never a crash."""
+    import dataclasses
+
+    from sqleval_pipeline.records import save_records
+    from sqleval_pipeline.scoring import load_scorecard
+
+    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    cur = load_config(paths.EVALS_DIR / "configs" / "baseline_curated.yaml")
+    first = ev.evaluate(env, raw, case_ids=["com-012", "com-001"])
+    folder = env.store.batch_dir(raw.partition_key, first.batch.batch_id)
+    # an older grader, so the candidate's comparison re-grades the baseline's attempts
+    old = [g.model_copy(update={"grader_version": "r0-old"}) for g in load_records(folder / "grades.parquet", Grade)]
+    save_records(folder / "grades.parquet", old)
+    card = load_scorecard(folder / "scorecard.json").model_copy(update={"grader_version": "r0-old"})
+    card.save(folder / "scorecard.json")
+    smaller = dataclasses.replace(env, cases=[c for c in env.cases if c.id != "com-001"])
+    res = ev.evaluate(smaller, cur, case_ids=["com-012"])
+    assert res.gate is not None and res.diff is not None
+    rebased = env.store.batch_dir(cur.partition_key, res.batch.batch_id) / "rebased" / raw.partition_key
+    regraded = load_records(rebased / first.batch.batch_id / "grades.parquet", Grade)
+    assert {g.case_id for g in regraded} == {"com-012"} and len(regraded) == 3

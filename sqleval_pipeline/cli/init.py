@@ -28,7 +28,7 @@ judge: rules
 
 _RECORDED = """\
 # Answers exported from your own text-to-SQL system, replayed: one JSON line per case and run
-# ({{"case_id", "run_index", "sql"}} or {{"case_id", "run_index", "refusal"}}). Replace
+# ({"case_id", "run_index", "sql"} or {"case_id", "run_index", "refusal"}). Replace
 # evals/answers/example.jsonl with your export and set active: true.
 name: recorded-example
 description: Replayed answers of the system under test

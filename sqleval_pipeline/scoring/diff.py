@@ -2,8 +2,11 @@
 
 Cases are paired by id. A case *passes* when more than half of its graded runs succeeded
 (CORRECT, CORRECT_FACTS, or DEFERRED_CORRECTLY on a should-refuse case). Metric deltas get
-paired cluster-bootstrap intervals (the same resampled clusters for both configurations);
-McNemar's exact test runs on the per-case pass/fail pairs.
+paired bootstrap intervals that resample the same units for both configurations: clusters
+with at least ``stats.MIN_CLUSTERS`` of them, else the wider of the case and the cluster
+bootstrap (cases alone with one cluster); a degenerate paired distribution (e.g. no
+discordant case) gets the exact bound of :func:`stats.exact_shift_bound`, never [0, 0]. Each
+interval names its method. McNemar's exact test runs on the per-case pass/fail pairs.
 
 >>> from sqleval_pipeline.records import Grade
 >>> from sqleval_pipeline.scoring.scorecard import build_scorecard
@@ -14,6 +17,8 @@ McNemar's exact test runs on the per-case pass/fail pairs.
 >>> d = diff(sc("base", ["CORRECT", "WRONG", "CORRECT"]), sc("cand", ["WRONG", "CORRECT", "CORRECT"]))
 >>> d.newly_failing, d.newly_passing, d.metric("accuracy").delta
 (['q0'], ['q1'], 0.0)
+>>> d.metric("accuracy").ci.kind
+'wider'
 """
 
 from __future__ import annotations
@@ -33,7 +38,6 @@ from sqleval_pipeline.scoring.scorecard import (
     Interval,
     PowerAnalysis,
     Scorecard,
-    cluster_sums,
     power_analysis,
 )
 
@@ -72,6 +76,8 @@ class McNemar(BaseModel):
     n_paired: int
     p_value: float
     method: str = "exact McNemar (two-sided binomial test on discordant pairs, scipy.stats.binomtest)"
+    unit: str = Field("case", description="the pairing unit: each case's majority verdict (the test "
+                      "does not model clusters; the paired interval does)")
 
 
 class HistogramShift(BaseModel):
@@ -105,6 +111,8 @@ class Diff(BaseModel):
     cases: list[CaseChange]
     bootstrap_seed: int
     bootstrap_resamples: int
+    #: fewest clusters for a plain paired cluster bootstrap (None: written before the rule)
+    min_clusters: int | None = None
     notes: list[str] = Field(default_factory=list)
 
     def metric(self, metric: str, slice: str = "overall") -> MetricDelta:
@@ -150,16 +158,21 @@ def check_comparable(baseline: Scorecard, candidate: Scorecard) -> list[str]:
 
 
 def _delta(base_cases: list[CaseResult], cand_cases: list[CaseResult], metric: str, slice_name: str,
-           *, seed: int, resamples: int) -> MetricDelta:
-    nb_names, nb, db = cluster_sums(base_cases, metric)
-    nc_names, nc, dc = cluster_sums(cand_cases, metric)
-    assert nb_names == nc_names  # same paired cases, same clusters
-    b = None if db.sum() == 0 else float(nb.sum() / db.sum())
-    c = None if dc.sum() == 0 else float(nc.sum() / dc.sum())
+           *, seed: int, resamples: int, min_clusters: int = stats.MIN_CLUSTERS) -> MetricDelta:
+    num_k, den_k = METRICS[metric]
+    bc = [c.counts() for c in base_cases]
+    cc = [c.counts() for c in cand_cases]
+    nb, db = [x[num_k] for x in bc], [x[den_k] for x in bc]
+    nc, dc = [x[num_k] for x in cc], [x[den_k] for x in cc]
+    sb, sdb, sc, sdc = sum(nb), sum(db), sum(nc), sum(dc)
+    b = None if sdb == 0 else float(sb / sdb)
+    c = None if sdc == 0 else float(sc / sdc)
     ci = None
     if b is not None and c is not None:
-        lo, hi = stats.paired_bootstrap_delta(nb, db, nc, dc, resamples=resamples, seed=seed)
-        ci = Interval(low=lo, high=hi)
+        # the baseline's clusters on both sides (diff() copies them onto the candidate's cases)
+        ci = Interval.of(stats.paired_delta_interval(
+            nb, db, nc, dc, [x.cluster for x in base_cases], resamples=resamples, seed=seed,
+            min_clusters=min_clusters))
     return MetricDelta(metric=metric, slice=slice_name, baseline=b, candidate=c,
                        delta=None if b is None or c is None else c - b, ci=ci)
 
@@ -171,6 +184,7 @@ def diff(
     rebase: bool = False,
     seed: int = stats.DEFAULT_SEED,
     resamples: int = stats.DEFAULT_RESAMPLES,
+    min_clusters: int = stats.MIN_CLUSTERS,
 ) -> Diff:
     """Paired per-case and per-metric comparison of two scorecards.
 
@@ -197,7 +211,7 @@ def diff(
     cand_cases = [cand_by[i].model_copy(update={
         "band": base_by[i].band, "cluster": base_by[i].cluster, "split": base_by[i].split,
         "difficulty": base_by[i].difficulty}) for i in paired_ids]
-    kw = {"seed": seed, "resamples": resamples}
+    kw = {"seed": seed, "resamples": resamples, "min_clusters": min_clusters}
 
     metrics: list[MetricDelta] = [_delta(base_cases, cand_cases, m, "overall", **kw) for m in METRICS]
     for attr, values in (("split", ("dev", "heldout")),
@@ -283,5 +297,6 @@ def diff(
         cases=changes,
         bootstrap_seed=seed,
         bootstrap_resamples=resamples,
+        min_clusters=min_clusters,
         notes=notes,
     )

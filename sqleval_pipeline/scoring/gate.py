@@ -123,6 +123,13 @@ class GateResult(BaseModel):
         return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def _interval_text(ci) -> str:
+    """``; 95% paired interval [-9.1, -1.2] points (cluster bootstrap (24 clusters))``."""
+    if ci is None or ci.low is None or ci.high is None:
+        return ""
+    return f"; 95% paired interval [{100 * ci.low:+.1f}, {100 * ci.high:+.1f}] points ({ci.method})"
+
+
 def gate(
     baseline: Scorecard,
     candidate: Scorecard,
@@ -140,7 +147,8 @@ def gate(
 
     ``drift``: the two are batches of one configuration version (a nightly re-run): only a
     drop whose paired 95% interval lies below zero fails (two runs of one system differ by
-    sampling), and only a decision naming ``candidate_batch`` accepts it."""
+    sampling; the failure names the interval and its method), and only a decision naming
+    ``candidate_batch`` accepts it."""
     d = comparison or diff(baseline, candidate, rebase=rebase, seed=seed, resamples=resamples)
     acc = d.metric("accuracy")
     failures = []
@@ -150,6 +158,7 @@ def gate(
         failures.append(
             f"accuracy dropped from {100 * acc.baseline:.1f}% to {100 * acc.candidate:.1f}% "  # type: ignore[operator]
             f"({100 * acc.delta:+.1f} points) on {d.n_paired_cases} paired cases"
+            + (_interval_text(acc.ci) if drift else "")
         )
     elif acc.baseline is not None and acc.candidate is None:
         failures.append("candidate has no graded answerable attempt (accuracy over nothing)")

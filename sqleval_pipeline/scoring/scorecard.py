@@ -13,8 +13,12 @@ error count):
 - **mean over runs**: the mean of per-run accuracies; **spread**: best − worst run;
 - **case-flip rate**: share of cases with ≥ 2 graded runs whose outcomes are not identical.
 
-A rate over nothing is None. Intervals are 95% percentile intervals from a cluster bootstrap
-(clusters = the cases' ``cluster``), seeded and reproducible.
+A rate over nothing is None. Intervals are 95%, seeded and reproducible, and never overclaim
+(:mod:`sqleval_pipeline.scoring.stats`): a cluster bootstrap with at least
+``stats.MIN_CLUSTERS`` clusters (the cases' ``cluster``), the wider of the case and the cluster
+bootstrap with fewer, a case bootstrap with one, and Wilson when the bootstrap is degenerate.
+Every :class:`Interval` records its ``method``. Slices: split, band, difficulty, each facet
+(``by_facet``) and each tag (``by_tag``).
 
 >>> from sqleval_pipeline.records import Grade
 >>> def g(case, run, outcome, band="answerable"):
@@ -25,6 +29,8 @@ A rate over nothing is None. Intervals are 95% percentile intervals from a clust
 ...                       g("q2", 0, "CORRECT_FACTS"), g("q2", 1, "CORRECT_FACTS")])
 >>> sc.overall.accuracy.value, sc.overall.strict_accuracy.value, sc.case_flip_rate.value
 (0.75, 0.25, 0.5)
+>>> sc.overall.accuracy.ci.method
+'case bootstrap (2 cases; 1 cluster < 20)'
 """
 
 from __future__ import annotations
@@ -49,9 +55,48 @@ ANSWERABLE_BANDS = frozenset({"answerable", "needs_definition"})
 PRIMARY_JUDGE = "rules"
 
 
+#: interval kind -> (the tag printed next to an interval, what it means)
+METHOD_TAGS: dict[str, tuple[str, str]] = {
+    "cluster": ("cluster-bs", f"percentile cluster bootstrap (at least {stats.MIN_CLUSTERS} clusters)"),
+    "wider": ("wider-bs", f"the wider of the case and the cluster bootstrap (2 to "
+              f"{stats.MIN_CLUSTERS - 1} clusters: too few for the cluster bootstrap alone)"),
+    "case": ("case-bs", "percentile case bootstrap, each case's runs kept together (one cluster)"),
+    "wilson": ("Wilson", "Wilson score interval with n = the cases (the bootstrap was degenerate: "
+               "every case alike, e.g. all correct)"),
+    "exact": ("exact", "exact bound on the share of paired cases that could differ (the paired "
+              "bootstrap was degenerate, e.g. no discordant case)"),
+}
+#: how to get execution-only cases graded (docs/golden-set.md)
+GRADE_HINT = ("to grade them, review them with `sqleval golden review --reviewer NAME` (accepting "
+              "a case freezes its expected result and marks it verified), or import references "
+              "that were already reviewed with `sqleval golden import FILE --reviewer NAME`; then "
+              "run the configuration again")
+#: slices computed per facet and for tags (the ones with most cases; the rest are counted in
+#: ``Scorecard.slices_omitted``): a set with thousands of tags stays fast
+MAX_SLICE_VALUES = 50
+MAX_FACETS = 20
+
+
 class Interval(BaseModel):
+    """A 95% interval and how it was obtained. ``kind`` selects the tag renderings print next
+    to it (:data:`METHOD_TAGS`); scorecards written before methods were recorded load as
+    ``cluster bootstrap``, which is what they used."""
+
     low: float | None
     high: float | None
+    method: str = "cluster bootstrap"
+    kind: str = "cluster"
+    n_clusters: int | None = None
+    n_cases: int | None = None
+
+    @property
+    def tag(self) -> str:
+        return METHOD_TAGS.get(self.kind, (self.kind, ""))[0]
+
+    @classmethod
+    def of(cls, e: stats.Estimate) -> Interval:
+        return cls(low=e.low, high=e.high, method=e.method, kind=e.kind, n_clusters=e.n_clusters,
+                   n_cases=e.n_cases)
 
 
 class Rate(BaseModel):
@@ -72,6 +117,7 @@ class RunMetric(BaseModel):
 
 class SliceMetrics(BaseModel):
     n_cases: int
+    n_clusters: int | None = Field(None, description="distinct clusters among the slice's cases")
     n_attempts: int = Field(description="answerable, graded, non-error attempts")
     accuracy: Rate
     strict_accuracy: Rate
@@ -117,6 +163,9 @@ class PowerAnalysis(BaseModel):
     discordance: float
     discordance_source: str
     design_effect: float
+    design_effect_method: str = Field("cluster/case bootstrap variance ratio",
+                                      description="how the design effect was obtained")
+    n_clusters: int | None = None
     n_cases: int
     rows: list[PowerRow]
     formula: str = stats.POWER_FORMULA
@@ -130,6 +179,8 @@ class BootstrapSpec(BaseModel):
     seed: int
     level: float = stats.LEVEL
     n_clusters: int
+    #: fewest clusters for a plain cluster bootstrap (None: written before the rule existed)
+    min_clusters: int | None = None
 
 
 class CaseResult(BaseModel):
@@ -145,6 +196,14 @@ class CaseResult(BaseModel):
     outcomes: list[str | None]
     reasons: list[str]
     failure_categories: list[str] = Field(default_factory=list)
+    facets: dict[str, str] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    #: metadata sqleval inferred for the case (``cluster``: derived, not declared)
+    inferred: list[str] = Field(default_factory=list)
+
+    @property
+    def cluster_derived(self) -> bool:
+        return "cluster" in self.inferred
 
     def counts(self) -> dict[str, int]:
         """This case's numerators and denominators (read-only: shared by every case with the
@@ -189,6 +248,14 @@ class Scorecard(BaseModel):
     by_difficulty: dict[str, SliceMetrics]
     by_band: dict[str, SliceMetrics]
     by_split: dict[str, SliceMetrics]
+    #: facet name -> value -> metrics (e.g. by_facet["database"]["flight_2"])
+    by_facet: dict[str, dict[str, SliceMetrics]] = Field(default_factory=dict)
+    by_tag: dict[str, SliceMetrics] = Field(default_factory=dict)
+    #: slices not computed ("tags", "facet:<name>", "facets" -> how many), MAX_SLICE_VALUES
+    slices_omitted: dict[str, int] = Field(default_factory=dict)
+    #: graded cases whose cluster sqleval derived (the reference's main table, a benchmark's
+    #: database) instead of reading it from the source
+    clusters_derived: int = 0
     refusal: RefusalMetrics
     errors: ErrorMetrics
     case_flip_rate: Rate
@@ -207,6 +274,52 @@ class Scorecard(BaseModel):
     def to_json(self) -> str:
         """Stable JSON (sorted keys, two-space indent)."""
         return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+    def graded_cases(self) -> int:
+        """Cases with at least one graded attempt."""
+        return sum(1 for c in self.cases if any(o is not None for o in c.outcomes))
+
+    def intervals(self) -> list[Interval]:
+        """Every interval of the scorecard (slices, refusal rates)."""
+        slices = [self.overall, *self.by_split.values(), *self.by_band.values(),
+                  *self.by_difficulty.values(), *self.by_tag.values(),
+                  *(m for values in self.by_facet.values() for m in values.values())]
+        rates = [r for m in slices for r in (m.accuracy, m.strict_accuracy, m.answered_accuracy)]
+        rates += [self.refusal.deferral_rate, self.refusal.over_refusal_rate, self.refusal.refusal_hold]
+        return [r.ci for r in rates if r.ci is not None and r.ci.low is not None]
+
+    def interval_legend(self) -> list[str]:
+        """``tag: meaning`` for each interval method the scorecard uses, the overall accuracy's
+        full method first."""
+        legend = method_legend(self.intervals(), self.overall.accuracy.ci)
+        if self.bootstrap.min_clusters is None:  # written before intervals named their method
+            n = self.bootstrap.n_clusters
+            legend.append(f"this scorecard predates the interval rule: every interval is a cluster "
+                          f"bootstrap over its {n} cluster{'' if n == 1 else 's'}, however few (a "
+                          "single cluster gives zero width); rebuild it with `sqleval scorecard` "
+                          "for intervals that never overclaim")
+        return legend
+
+    def cluster_note(self) -> str:
+        """How many clusters, and whether sqleval derived them."""
+        n = self.bootstrap.n_clusters
+        text = f"{n} cluster{'' if n == 1 else 's'}"
+        if self.clusters_derived:
+            text += (f"; clusters derived by sqleval (the reference's main table, or the "
+                     f"benchmark's database) for {self.clusters_derived} of "
+                     f"{self.graded_cases()} graded cases, not declared by the source")
+        return text
+
+    def execution_only_note(self) -> str | None:
+        """How many cases are execution-only and how to get them graded (None: none)."""
+        x = self.execution_only
+        if not x.n_cases:
+            return None
+        head = (f"{x.n_cases} execution-only case(s) ({x.n_attempts} attempts, status unverified "
+                "or generated: no frozen expected result) count in no accuracy")
+        if not self.graded_cases():
+            head += " (no case is graded yet, so every accuracy here is n/a)"
+        return f"{head}; {GRADE_HINT}"
 
     @classmethod
     def from_json(cls, text: str) -> Scorecard:
@@ -289,18 +402,46 @@ def cluster_sums(cases: Sequence[CaseResult], metric: str) -> tuple[list[str], n
     return names, np.array([num[n] for n in names], float), np.array([den[n] for n in names], float)
 
 
-def rate(cases: Sequence[CaseResult], metric: str, *, seed: int, resamples: int, with_ci: bool = True) -> Rate:
-    _, num, den = cluster_sums(cases, metric)
-    n, d = int(num.sum()), int(den.sum())
+def method_legend(intervals: Iterable[Interval], headline: Interval | None = None) -> list[str]:
+    """``tag: meaning`` for each kind among ``intervals`` (in :data:`METHOD_TAGS` order), the
+    headline interval's own method string added to its line.
+
+    >>> method_legend([Interval(low=0.1, high=0.9, method="case bootstrap (9 cases; 1 cluster < 20)",
+    ...                         kind="case")])[0][:38]
+    'case-bs = percentile case bootstrap, e'
+    """
+    kinds = {i.kind for i in intervals}
+    if headline is not None:
+        kinds.add(headline.kind)
+    out = []
+    for kind, (tag, meaning) in METHOD_TAGS.items():
+        if kind in kinds:
+            extra = (f"; overall accuracy: {headline.method}"
+                     if headline is not None and headline.kind == kind else "")
+            out.append(f"{tag} = {meaning}{extra}")
+    out += [f"{k} = {k}" for k in sorted(kinds - METHOD_TAGS.keys())]
+    return out
+
+
+def rate(cases: Sequence[CaseResult], metric: str, *, seed: int, resamples: int, with_ci: bool = True,
+         min_clusters: int = stats.MIN_CLUSTERS) -> Rate:
+    """A metric over ``cases`` with its interval (the rule of :mod:`.stats`: the method is in
+    ``ci.method``)."""
+    num_k, den_k = METRICS[metric]
+    counts = [c.counts() for c in cases]
+    num = [cnt[num_k] for cnt in counts]
+    den = [cnt[den_k] for cnt in counts]
+    n, d = sum(num), sum(den)
     value = None if d == 0 else n / d
     ci = None
     if with_ci and d > 0:
-        lo, hi = stats.cluster_bootstrap_ratio(num, den, resamples=resamples, seed=seed)
-        ci = Interval(low=lo, high=hi)
+        ci = Interval.of(stats.ratio_interval(num, den, [c.cluster for c in cases], resamples=resamples,
+                                              seed=seed, min_clusters=min_clusters))
     return Rate(value=value, num=n, den=d, ci=ci)
 
 
-def _slice(cases: Sequence[CaseResult], runs: Sequence[int], *, seed: int, resamples: int) -> SliceMetrics:
+def _slice(cases: Sequence[CaseResult], runs: Sequence[int], *, seed: int, resamples: int,
+           min_clusters: int = stats.MIN_CLUSTERS) -> SliceMetrics:
     per_run = []
     for r in runs:
         num = den = ex = 0
@@ -316,13 +457,15 @@ def _slice(cases: Sequence[CaseResult], runs: Sequence[int], *, seed: int, resam
         ))
     accs = [p.accuracy for p in per_run if p.accuracy is not None]
     stricts = [p.strict_accuracy for p in per_run if p.strict_accuracy is not None]
-    acc = rate(cases, "accuracy", seed=seed, resamples=resamples)
+    kw = {"seed": seed, "resamples": resamples, "min_clusters": min_clusters}
+    acc = rate(cases, "accuracy", **kw)
     return SliceMetrics(
         n_cases=len(cases),
+        n_clusters=len({c.cluster for c in cases}),
         n_attempts=acc.den,
         accuracy=acc,
-        strict_accuracy=rate(cases, "strict_accuracy", seed=seed, resamples=resamples),
-        answered_accuracy=rate(cases, "answered_accuracy", seed=seed, resamples=resamples),
+        strict_accuracy=rate(cases, "strict_accuracy", **kw),
+        answered_accuracy=rate(cases, "answered_accuracy", **kw),
         per_run=per_run,
         mean_over_runs=float(np.mean(accs)) if accs else None,
         strict_mean_over_runs=float(np.mean(stricts)) if stricts else None,
@@ -338,8 +481,10 @@ def power_analysis(
     discordance: float | None = None,
     seed: int = stats.DEFAULT_SEED,
     resamples: int = stats.DEFAULT_RESAMPLES,
+    min_clusters: int = stats.MIN_CLUSTERS,
 ) -> PowerAnalysis:
-    """Cases needed for 3/5/10-point paired differences (observed discordance or 2p(1-p))."""
+    """Cases needed for 3/5/10-point paired differences (observed discordance or 2p(1-p)),
+    clustered by the design effect of :func:`stats.design_effect` (its method recorded)."""
     answerable = [c for c in cases if c.band in ANSWERABLE_BANDS and c.counts()["answerable"] > 0]
     if discordance is None:
         p = 0.5 if accuracy is None else accuracy
@@ -348,16 +493,11 @@ def power_analysis(
             p_d, source = 0.5, "default 0.5 (observed accuracy is 0 or 1)"
     else:
         p_d, source = discordance, "observed discordance between the paired configurations"
-    # design effect: clustered vs per-case bootstrap variance of the accuracy
-    deff = 1.0
-    if len(answerable) >= 2:
-        _, cn, cd = cluster_sums(answerable, "accuracy")
-        per_case_num = [c.counts()["facts"] for c in answerable]
-        per_case_den = [c.counts()["answerable"] for c in answerable]
-        v_cl = stats.bootstrap_variance(cn, cd, resamples=resamples, seed=seed) if len(cn) >= 2 else None
-        v_case = stats.bootstrap_variance(per_case_num, per_case_den, resamples=resamples, seed=seed)
-        if v_cl is not None and v_case:
-            deff = max(1.0, v_cl / v_case)
+    # design effect: clustered vs per-case variance of the accuracy (never from a bootstrap
+    # over a single cluster, whose variance is 0)
+    deff, deff_method, n_clusters = stats.design_effect(
+        [c.counts()["facts"] for c in answerable], [c.counts()["answerable"] for c in answerable],
+        [c.cluster for c in answerable], resamples=resamples, seed=seed, min_clusters=min_clusters)
     rows = []
     for d in POWER_DELTAS:
         n = stats.cases_needed(d, p_d)
@@ -373,6 +513,7 @@ def power_analysis(
             f"(a 10-point difference needs about {rows[-1].cases_needed_clustered})"
         )
     return PowerAnalysis(discordance=p_d, discordance_source=source, design_effect=round(deff, 4),
+                         design_effect_method=deff_method, n_clusters=n_clusters,
                          n_cases=n_cases, rows=rows, verdict=verdict)
 
 
@@ -401,6 +542,7 @@ def case_results(grades: Sequence[Grade], diagnoses: Sequence[Diagnosis] = ()) -
             case_id=cid, band=first.band, difficulty=first.difficulty, split=first.split,
             cluster=first.cluster, case_status=first.case_status, runs=[g.run_index for g in gs],
             outcomes=[g.outcome for g in gs], reasons=[g.reason for g in gs], failure_categories=cats,
+            facets=dict(first.facets), tags=list(first.tags), inferred=list(first.inferred),
         ))
     return out
 
@@ -413,6 +555,47 @@ def _primary_diagnoses(diagnoses: Sequence[Diagnosis]) -> dict[tuple[str, str, i
     return {d.key: d.category for d in diagnoses if d.judge == judge}
 
 
+def _top(groups: dict[str, list[CaseResult]], limit: int) -> tuple[list[str], int]:
+    """The ``limit`` names with most cases (ties by name), and how many were left out."""
+    names = sorted(groups, key=lambda k: (-len(groups[k]), k))
+    return names[:limit], max(0, len(names) - limit)
+
+
+def _named_slices(cases: Sequence[CaseResult], runs: Sequence[int], **kw
+                  ) -> tuple[dict[str, dict[str, SliceMetrics]], dict[str, SliceMetrics], dict[str, int]]:
+    """``by_facet``, ``by_tag`` and what was left out: at most :data:`MAX_FACETS` facets (most
+    cases first) and :data:`MAX_SLICE_VALUES` values per facet and tags, so the work stays
+    bounded whatever the number of tags (each case is indexed once per tag)."""
+    facets: dict[str, dict[str, list[CaseResult]]] = defaultdict(lambda: defaultdict(list))
+    tags: dict[str, list[CaseResult]] = defaultdict(list)
+    for c in cases:
+        for name, value in c.facets.items():
+            facets[name][value].append(c)
+        for t in dict.fromkeys(c.tags):
+            tags[t].append(c)
+    omitted: dict[str, int] = {}
+    facet_sizes = {f: [c for vs in values.values() for c in vs] for f, values in facets.items()}
+    kept_facets, n_out = _top(facet_sizes, MAX_FACETS)
+    if n_out:
+        omitted["facets"] = n_out
+    by_facet: dict[str, dict[str, SliceMetrics]] = {}
+    for f in sorted(kept_facets):
+        values, n_out = _top(facets[f], MAX_SLICE_VALUES)
+        if n_out:
+            omitted[f"facet:{f}"] = n_out
+        by_facet[f] = {v: _slice(facets[f][v], runs, **kw) for v in values}
+    kept_tags, n_out = _top(tags, MAX_SLICE_VALUES)
+    if n_out:
+        omitted["tags"] = n_out
+    by_tag = {t: _slice(tags[t], runs, **kw) for t in kept_tags}
+    return by_facet, by_tag, omitted
+
+
+def ranked(slices: dict[str, SliceMetrics]) -> list[tuple[str, SliceMetrics]]:
+    """Slices with most cases first (ties by name): the order renderings list them in."""
+    return sorted(slices.items(), key=lambda kv: (-kv[1].n_cases, kv[0]))
+
+
 def build_scorecard(
     grades: Sequence[Grade],
     diagnoses: Sequence[Diagnosis] = (),
@@ -423,11 +606,13 @@ def build_scorecard(
     label: str | None = None,
     seed: int = stats.DEFAULT_SEED,
     resamples: int = stats.DEFAULT_RESAMPLES,
+    min_clusters: int = stats.MIN_CLUSTERS,
 ) -> Scorecard:
     """Compute the scorecard of one configuration version from its grades (+ diagnoses).
 
     ``config_version`` selects one configuration when ``grades`` hold several. Raises
     ValueError on mixed grader versions or snapshots (re-grade first: mixing them mixes metrics).
+    ``min_clusters``: fewest clusters for a plain cluster bootstrap (:data:`stats.MIN_CLUSTERS`).
     """
     versions = sorted({g.config_version for g in grades})
     if config_version is None:
@@ -448,7 +633,10 @@ def build_scorecard(
     cases = case_results(grades, diagnoses)
     graded_cases = [c for c in cases if any(o is not None for o in c.outcomes)]
     runs = sorted({r for c in cases for r in c.runs})
-    kw = {"seed": seed, "resamples": resamples}
+    if min_clusters < 2:
+        raise ValueError(f"min_clusters must be at least 2 (a bootstrap over one cluster is degenerate), "
+                         f"got {min_clusters}")
+    kw = {"seed": seed, "resamples": resamples, "min_clusters": min_clusters}
 
     def sl(pred) -> SliceMetrics:
         return _slice([c for c in graded_cases if pred(c)], runs, **kw)
@@ -459,6 +647,11 @@ def build_scorecard(
                      if any(c.difficulty == d for c in graded_cases)}
     by_band = {b: sl(lambda c, b=b: c.band == b) for b in BANDS if any(c.band == b for c in graded_cases)}
     by_split = {s: sl(lambda c, s=s: c.split == s) for s in SPLITS}
+    by_facet, by_tag, omitted = _named_slices(graded_cases, runs, **kw)
+    for what, n in omitted.items():
+        label = {"facets": "facet(s)", "tags": "tag(s)"}.get(what, f"value(s) of {what}")
+        notes.append(f"{n} {label} not sliced: a scorecard computes the {MAX_SLICE_VALUES} slices "
+                     f"with the most cases per facet and for tags, and at most {MAX_FACETS} facets")
     if by_split["heldout"].n_cases == 0:
         notes.append("no held-out cases: every accuracy here is a dev-set number")
     if tuned:
@@ -476,6 +669,7 @@ def build_scorecard(
     flips = [c.flipped for c in graded_cases if c.flipped is not None]
     flip_rate = Rate(value=(sum(flips) / len(flips)) if flips else None, num=sum(flips), den=len(flips))
 
+    derived = sum(1 for c in graded_cases if c.cluster_derived)
     ungraded = [(c, i) for c in cases for i, o in enumerate(c.outcomes) if o is None]
     exec_cases = {c.case_id for c, _ in ungraded}
     exec_ok = sum(1 for c, i in ungraded if c.reasons[i] == "unverified_execution_only")
@@ -517,6 +711,10 @@ def build_scorecard(
         by_difficulty=by_difficulty,
         by_band=by_band,
         by_split=by_split,
+        by_facet=by_facet,
+        by_tag=by_tag,
+        slices_omitted=omitted,
+        clusters_derived=derived,
         refusal=RefusalMetrics(
             deferral_rate=rate(graded_cases, "deferral_rate", **kw),
             over_refusal_rate=rate(graded_cases, "over_refusal_rate", **kw),
@@ -530,7 +728,12 @@ def build_scorecard(
         failure_histogram=histogram,
         failure_histogram_judge=judge,
         failures_diagnosed=diagnosed,
-        bootstrap=BootstrapSpec(resamples=resamples, seed=seed, n_clusters=n_clusters),
+        bootstrap=BootstrapSpec(
+            method=(f"percentile bootstrap: clusters with at least {min_clusters} clusters, else the "
+                    "wider of cases and clusters (cases alone with one cluster); Wilson or an exact "
+                    "bound when degenerate"),
+            unit="case cluster, or case", resamples=resamples, seed=seed, n_clusters=n_clusters,
+            min_clusters=min_clusters),
         cases=cases,
         notes=notes,
     )

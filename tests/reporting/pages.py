@@ -69,12 +69,21 @@ class Page(HTMLParser):
         return [" ".join(" ".join(parts).split()) for _, parts in self.rows]
 
 
+#: an interval's method (``ci.kind``) -> the tag docs/report.md says follows its bounds
+METHOD_TAG = {"cluster": "cluster-bs", "wider": "wider-bs", "case": "case-bs", "wilson": "Wilson",
+              "exact": "exact"}
+
+
 def rate(r: dict) -> str:
-    """A stored rate as docs/report.md says the page writes it."""
+    """A stored rate as docs/report.md says the page writes it: value, interval, the tag of the
+    interval's method (a scorecard without one used the cluster bootstrap), num/den."""
     if r["value"] is None:
         return f"n/a ({r['num']}/{r['den']})"
     ci = r.get("ci") or {}
-    bounds = f" [{100 * ci['low']:.1f}, {100 * ci['high']:.1f}]" if ci.get("low") is not None else ""
+    bounds = ""
+    if ci.get("low") is not None:
+        bounds = (f" [{100 * ci['low']:.1f}, {100 * ci['high']:.1f}] "
+                  f"{METHOD_TAG[ci.get('kind', 'cluster')]}")
     return f"{100 * r['value']:.1f}%{bounds} ({r['num']}/{r['den']})"
 
 

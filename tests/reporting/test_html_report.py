@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from tests.reporting.conftest import BREAKOUT, HOSTILE_SQL, IMG, SCRIPT
-from tests.reporting.pages import Page, assert_self_contained, data_block, power_label, rate
+from tests.reporting.pages import METHOD_TAG, Page, assert_self_contained, data_block, power_label, rate
 
 MAX_BYTES = 5 * 1024 * 1024
 
@@ -209,7 +209,9 @@ def test_comparisons_gate_and_what_changed_are_the_stored_ones(evaluated, report
                 assert ch["field"] in text and f"{ch['baseline']} → {ch['candidate']}" in " ".join(texts.split())
     diff = json.loads((folder / "diff.json").read_text())
     acc = next(m for m in diff["metrics"] if m["metric"] == "accuracy" and m["slice"] == "overall")
-    assert f"[{100 * acc['ci']['low']:+.1f}, {100 * acc['ci']['high']:+.1f}]" in text
+    assert (f"[{100 * acc['ci']['low']:+.1f}, {100 * acc['ci']['high']:+.1f}] "
+            f"{METHOD_TAG[acc['ci']['kind']]}") in text
+    assert any(a.get("title") == acc["ci"]["method"] for t, a in report["page"].tags if t == "abbr")
     gate = json.loads((folder / "gate.json").read_text())
     assert ("passed" if gate["passed"] else "failed") in text
     cr = json.loads((folder / "calibrated_refusal.json").read_text())

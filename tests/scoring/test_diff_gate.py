@@ -115,5 +115,6 @@ def test_repo_decisions_file_is_valid():
 
 def test_markdown_render(cards):
     md = scorecard_markdown(cards[0])
-    assert "| overall | 4 | 8 | 62.5%" in md
+    assert "| overall | 4 | 3 | 8 | 62.5%" in md  # cases, clusters, attempts, accuracy
+    assert "wider-bs" in md and "2 clusters < 20" in md
     assert "refusal hold" in md

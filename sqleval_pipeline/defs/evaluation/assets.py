@@ -127,7 +127,8 @@ def eval_diagnoses(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> d
 @dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"},
           deps=[eval_diagnoses])
 def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> dg.MaterializeResult:
-    """Accuracy with cluster-bootstrap intervals, per slice, over runs; refusals and errors apart."""
+    """Accuracy with honest 95% intervals (each naming its method), per slice, over runs;
+    refusals and errors apart."""
     from sqleval_pipeline.reporting.scorecard import scorecard_markdown
 
     env, loaded, batch = _stage(context, sqleval, "eval_diagnoses")
@@ -149,6 +150,7 @@ def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> d
         "strict_accuracy (%)": md.pct(overall.strict_accuracy.value
                                       if overall.strict_accuracy else None),
         **split, "cases": card.n_cases, "attempts": card.n_attempts,
+        **md.scorecard_metadata(card),
         "scorecard": dg.MetadataValue.md(scorecard_markdown(card)),
     })
 

@@ -168,6 +168,50 @@ def gate_tables(report, env, folder: Path) -> dict[str, dg.MetadataValue]:
             "worst_regressions": dg.MetadataValue.md("\n\n".join(md))}
 
 
+def _interval(ci) -> str:
+    """``[28.0, 68.0] case-bs`` in points (empty: no interval)."""
+    if ci is None or ci.low is None or ci.high is None:
+        return ""
+    return f"[{100 * ci.low:.1f}, {100 * ci.high:.1f}] {ci.tag}"
+
+
+def scorecard_metadata(card) -> dict[str, object]:
+    """The scorecard's headline for ``eval_scorecard``: each accuracy with its interval and
+    the interval's method next to it, the clusters (and whether sqleval derived them), the
+    design effect's method, and the execution-only cases with how to grade them.
+
+    >>> from sqleval_pipeline.records import Grade
+    >>> from sqleval_pipeline.scoring.scorecard import build_scorecard
+    >>> card = build_scorecard([Grade(config_version="c", case_id=f"q{i}", run_index=0,
+    ...     outcome="CORRECT" if i % 2 else "WRONG", reason="x", grader_version="r",
+    ...     band="answerable", difficulty="top_k", split="dev", cluster="general")
+    ...     for i in range(6)], resamples=100)
+    >>> scorecard_metadata(card)["accuracy interval method"]
+    'case bootstrap (6 cases; 1 cluster < 20)'
+    """
+    o = card.overall
+    meta: dict[str, object] = {}
+    for name, r in (("accuracy", o.accuracy), ("strict_accuracy", o.strict_accuracy)):
+        meta[f"{name} interval (95%)"] = _interval(r.ci) or "n/a"
+        meta[f"{name} interval method"] = r.ci.method if r.ci is not None else "none: a rate over nothing"
+    for split, m in sorted(card.by_split.items()):
+        ci = m.accuracy.ci
+        meta[f"accuracy_{split} interval (95%)"] = (
+            f"{_interval(ci)} — {ci.method}" if ci is not None and ci.low is not None else "n/a")
+    meta["interval methods"] = dg.MetadataValue.md("\n".join(f"- {line}" for line in card.interval_legend())
+                                                   or "no interval")
+    meta["clusters"] = card.cluster_note()
+    meta["clusters derived"] = card.clusters_derived
+    meta["design effect"] = f"{card.power.design_effect}: {card.power.design_effect_method}"
+    meta["slices"] = (len(card.by_difficulty) + len(card.by_band) + len(card.by_tag)
+                      + sum(len(v) for v in card.by_facet.values()))
+    note = card.execution_only_note()
+    meta["execution-only cases"] = card.execution_only.n_cases
+    if note:
+        meta["execution-only"] = note
+    return meta
+
+
 def _fence(text: str | None) -> str:
     """Text safe inside a fenced block: a run of backticks cannot close the fence."""
     return (text or "").replace("```", "`\u200b``")

@@ -133,6 +133,9 @@ class TrendPoint:
     high: float | None
     strict: float | None
     n_attempts: int
+    #: the interval's method (scorecards written before methods were recorded: cluster bootstrap)
+    kind: str = "cluster"
+    method: str = "cluster bootstrap"
 
     @property
     def config_name(self) -> str:
@@ -266,7 +269,8 @@ def trend(env: Environment) -> list[TrendPoint]:
                 partition_key=key, batch_id=b.batch_id, created_at=b.created_at,
                 accuracy=acc.get("value"), low=ci.get("low"), high=ci.get("high"),
                 strict=(overall.get("strict_accuracy") or {}).get("value"),
-                n_attempts=overall.get("n_attempts", 0))))
+                n_attempts=overall.get("n_attempts", 0), kind=ci.get("kind", "cluster"),
+                method=ci.get("method", "cluster bootstrap"))))
     return [p for _, p in sorted(points, key=lambda x: x[0])]
 
 

@@ -11,6 +11,12 @@ block or open a comment, and the script inserts it with ``textContent`` only.
 
 >>> str(script_json({"q": "</script><!--"}))
 '{"q":"\\\\u003c/script\\\\u003e\\\\u003c!--"}'
+
+Every interval is followed by its method's tag, the full method in the tag's title:
+
+>>> from sqleval_pipeline.scoring.scorecard import Interval
+>>> str(interval(Interval(low=0.2, high=0.6, method="case bootstrap (9 cases; 1 cluster < 20)", kind="case")))
+'[20.0, 60.0] <abbr class="method" title="case bootstrap (9 cases; 1 cluster &lt; 20)">case-bs</abbr>'
 """
 
 from __future__ import annotations
@@ -28,6 +34,10 @@ from markupsafe import Markup
 from sqleval_pipeline.reporting.html import plots
 from sqleval_pipeline.reporting.html.collect import Evaluation, ReportData
 from sqleval_pipeline.reporting.html.evidence import LAYERS, Evidence
+from sqleval_pipeline.scoring.scorecard import (
+    MAX_SLICE_VALUES, METHOD_TAGS, SliceMetrics, method_legend, ranked,
+)
+from sqleval_pipeline.scoring.stats import MIN_CLUSTERS
 
 _PACKAGE = "sqleval_pipeline.reporting.html"
 
@@ -57,21 +67,56 @@ def signed(v: float | None) -> str:
     return "n/a" if v is None else f"{100 * v:+.1f}"
 
 
-def interval(ci, signed_: bool = False) -> str:
+def method_tag(kind: str, method: str) -> Markup:
+    """The method's tag (``case-bs``) with the full method as its title."""
+    tag = METHOD_TAGS.get(kind, (kind, ""))[0]
+    return Markup('<abbr class="method" title="{}">{}</abbr>').format(method, tag)
+
+
+def interval(ci, signed_: bool = False) -> Markup:
+    """``[41.8, 77.4] case-bs`` (the tag's title: the full method); empty without bounds."""
     if ci is None or ci.low is None or ci.high is None:
-        return ""
+        return Markup("")
     f = "{:+.1f}" if signed_ else "{:.1f}"
-    return f"[{f.format(100 * ci.low)}, {f.format(100 * ci.high)}]"
+    return Markup("[{}, {}] {}").format(f.format(100 * ci.low), f.format(100 * ci.high),
+                                        method_tag(ci.kind, ci.method))
 
 
-def rate(r) -> str:
-    """``54.2% [41.8, 77.4] (96/177)``; ``n/a (0/0)`` for a rate over nothing."""
+def rate(r) -> Markup:
+    """``54.2% [41.8, 77.4] case-bs (96/177)``; ``n/a (0/0)`` for a rate over nothing."""
     if r is None:
-        return "n/a"
+        return Markup("n/a")
     if r.value is None:
-        return f"n/a ({r.num}/{r.den})"
+        return Markup("n/a ({}/{})").format(r.num, r.den)
     ci = interval(r.ci)
-    return f"{pct(r.value)}{' ' + ci if ci else ''} ({r.num}/{r.den})"
+    return Markup("{}{} ({}/{})").format(pct(r.value), Markup(" ") + ci if ci else "", r.num, r.den)
+
+
+def _tags(rates) -> str:
+    """The method tags of some rates' intervals, in METHOD_TAGS order (for a plot's axis)."""
+    kinds = {r.ci.kind for r in rates if r is not None and r.ci is not None and r.ci.low is not None}
+    return ", ".join(tag for k, (tag, _m) in METHOD_TAGS.items() if k in kinds) or "none"
+
+
+def named_slices(evs: list[Evaluation]) -> list[tuple[str, list[SliceMetrics | None]]]:
+    """Facet and tag rows of the slices table: (label, each evaluation's metrics or None),
+    facets by name, values and tags by most cases (every slice a scorecard computed)."""
+    rows: list[tuple[str, list[SliceMetrics | None]]] = []
+    for facet in sorted({f for e in evs for f in e.card.by_facet}):
+        merged: dict[str, SliceMetrics] = {}
+        for e in evs:
+            for k, m in e.card.by_facet.get(facet, {}).items():
+                if k not in merged or m.n_cases > merged[k].n_cases:
+                    merged[k] = m
+        rows += [(f"{facet} {k}", [e.card.by_facet.get(facet, {}).get(k) for e in evs])
+                 for k, _m in ranked(merged)]
+    merged = {}
+    for e in evs:
+        for k, m in e.card.by_tag.items():
+            if k not in merged or m.n_cases > merged[k].n_cases:
+                merged[k] = m
+    rows += [(f"tag {k}", [e.card.by_tag.get(k) for e in evs]) for k, _m in ranked(merged)]
+    return rows
 
 
 @cache
@@ -79,7 +124,8 @@ def _jinja() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader(_PACKAGE, "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(pct=pct, signed=signed, interval=interval, rate=rate)
-    env.globals.update(LAYERS=LAYERS, zip=zip)
+    env.globals.update(LAYERS=LAYERS, zip=zip, method_tag=method_tag, method_legend=method_legend,
+                       MIN_CLUSTERS=MIN_CLUSTERS, MAX_SLICE_VALUES=MAX_SLICE_VALUES)
     return env
 
 
@@ -110,7 +156,8 @@ def _figures(data: ReportData) -> dict[str, str]:
                     for e in evs]
             heads[f"{label} — {metric.replace('_', ' ')}"] = rows
     figs["headline"] = plots.forest(list(heads), keys, values(heads), "headline",
-                                    "Accuracy and strict accuracy per split")
+                                    "Accuracy and strict accuracy per split",
+                                    xlabel=f"percent (95% interval; {_tags(r for v in heads.values() for r in v)})")
     slices: dict[str, Any] = {}
     difficulties = list(dict.fromkeys(d for e in evs for d in e.card.by_difficulty))
     for d in difficulties:
@@ -119,11 +166,13 @@ def _figures(data: ReportData) -> dict[str, str]:
     for b in dict.fromkeys(b for e in evs for b in e.card.by_band):
         slices[f"band {b}"] = [e.card.by_band[b].accuracy if b in e.card.by_band else None for e in evs]
     figs["slices"] = plots.forest(list(slices), keys, values(slices), "slices",
-                                  "Accuracy by difficulty and band")
+                                  "Accuracy by difficulty and band",
+                                  xlabel=f"percent (95% interval; {_tags(r for v in slices.values() for r in v)})")
     refusal = {"deferral rate": [e.card.refusal.deferral_rate for e in evs],
                "over-refusal rate": [e.card.refusal.over_refusal_rate for e in evs],
                "refusal hold (should-refuse)": [e.card.refusal.refusal_hold for e in evs]}
-    figs["refusal"] = plots.forest(list(refusal), keys, values(refusal), "refusal", "Refusals")
+    figs["refusal"] = plots.forest(list(refusal), keys, values(refusal), "refusal", "Refusals",
+                                   xlabel=f"percent (95% interval; {_tags(r for v in refusal.values() for r in v)})")
     judged = [e for e in evs if e.card.failure_histogram]
     cats = sorted({c for e in judged for c in e.card.failure_histogram or {}})
     if cats:
@@ -151,7 +200,7 @@ def _figures(data: ReportData) -> dict[str, str]:
             figs[f"diff-{i}-{j}"] = plots.forest(
                 list(groups), ["Δ"], groups, f"diff-{i}-{j}",
                 f"{d.candidate_config} vs {d.baseline_config}: paired difference",
-                xlabel="difference, points (95% paired interval)",
+                xlabel=f"difference, points (95% paired interval; {_tags(wanted)})",
                 xlim=(-105 * lim, 105 * lim), zero_line=True)
     g = data.evidence.guardrails
     if g is not None and g.categories:
@@ -201,7 +250,8 @@ def render_report(data: ReportData) -> str:
         ("diagnosis", lambda r: r["diagnoses"] or ["none"]))}
     difficulties = list(dict.fromkeys(d for e in data.evaluations for d in e.card.by_difficulty))
     return _render("report.html.j2", data=data, figs=_figures(data), rows=rows, options=options,
-                   difficulties=difficulties, payload=script_json(payload), ev=data.evidence,
+                   difficulties=difficulties, named_slices=named_slices(data.evaluations),
+                   payload=script_json(payload), ev=data.evidence,
                    failure_categories=sorted({c for e in data.evaluations
                                               for c in e.card.failure_histogram or {}}))
 
