@@ -107,7 +107,7 @@ SYNTAX_FUNCTIONS: tuple[type[exp.Expression], ...] = tuple(
     for name in ("Cast", "TryCast", "Case", "If", "Extract", "Array", "Struct", "Map", "VarMap",
                  "Interval", "Bracket", "Coalesce", "Nullif", "Explode", "Unnest", "Collate",
                  "JSONExtract", "JSONExtractScalar", "Lambda", "ArrayAll", "ArrayAny", "Columns",
-                 "PropertyEQ", "ToMap", "CastToStrType", "Convert")
+                 "PropertyEQ", "ToMap", "CastToStrType", "Convert", "Exists")
     if hasattr(exp, name)
 )
 

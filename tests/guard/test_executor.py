@@ -23,6 +23,19 @@ def test_ok_result_is_typed(guard):
     assert isinstance(ex, Execution) and ex.status == "ok" and ex.result.rows == r.result.rows
 
 
+def test_exists_subqueries_run_through_every_layer(guard):
+    """EXISTS is syntax, not a function: a semi-join over served tables runs (it was refused
+    as 'function exists() not on the allowlist'); over an unserved table it is refused."""
+    sql = ("SELECT count(*) AS n FROM fct_orders o WHERE {} (SELECT 1 FROM fct_orders p "
+           "WHERE p.order_id = o.order_id AND p.status = 'cancelled')")
+    yes, no, total = (guard.execute(sql.format("EXISTS")), guard.execute(sql.format("NOT EXISTS")),
+                      guard.execute("SELECT count(*) AS n FROM fct_orders"))
+    assert yes.ok and no.ok, (yes.describe(), no.describe())
+    assert yes.result.rows[0][0] + no.result.rows[0][0] == total.result.rows[0][0] > 0
+    hidden = guard.execute("SELECT count(*) FROM fct_orders WHERE EXISTS (SELECT 1 FROM hr.salaries)")
+    assert (hidden.status, hidden.layer) == ("refused", "filter")
+
+
 @pytest.mark.parametrize("sql, status, layer, reason", [
     ("DROP TABLE fct_orders", "refused", "filter", "ddl_statement"),
     ("SELECT * FROM hr.salaries", "refused", "filter", "qualifier_not_allowed"),
