@@ -700,6 +700,8 @@ def _apply_numeric(node, x, y, iy: Info, out: list[Rewrite]) -> None:
     if lit is not None:
         number = _number_from_text(lit[1])
         if number is None:
+            if _number_versus_text(node, x, lit[1], out):
+                return
             raise Refusal("affinity", f"{_frag(node)}: SQLite compares the number {_frag(x)} "
                           f"with the text '{lit[1]}', which is not a number (numbers sort "
                           "before all text); DuckDB would fail to convert it")
@@ -713,6 +715,34 @@ def _apply_numeric(node, x, y, iy: Info, out: list[Rewrite]) -> None:
                        f"{_frag(node)}: the text {_frag(y)} compared with the numeric {_frag(x)} "
                        "is read as a number (SQLite's numeric affinity; text that is not a "
                        "number fails in DuckDB)"))
+
+
+#: comparison -> its truth when a number is compared with text (a number sorts before text)
+_NUMBER_BEFORE_TEXT: dict[type, bool] = {exp.EQ: False, exp.NEQ: True, exp.LT: True,
+                                         exp.LTE: True, exp.GT: False, exp.GTE: False}
+
+
+def _number_versus_text(node, x, text: str, out: list[Rewrite]) -> bool:
+    """``number <op> 'text that is not a number'``: SQLite converts neither side and every
+    number sorts before every text, so the comparison is a constant (NULL when the number is
+    NULL). Rewritten to that constant; False when ``node`` is not a plain comparison."""
+    truth = _NUMBER_BEFORE_TEXT.get(type(node))
+    if truth is None or x not in (node.left, node.right):
+        return False
+    if x is node.right:  # 'text' <op> number: the number is on the right
+        truth = {exp.EQ: False, exp.NEQ: True, exp.LT: False, exp.LTE: False, exp.GT: True,
+                 exp.GTE: True}[type(node)]
+    probe = x.copy()
+    # (x IS NOT NULL OR NULL) is TRUE, or NULL for a NULL x; (x IS NULL AND NULL) is FALSE or NULL
+    const = (exp.paren(exp.or_(exp.Not(this=exp.Is(this=probe, expression=exp.Null())), exp.Null()))
+             if truth else exp.paren(exp.and_(exp.Is(this=probe, expression=exp.Null()), exp.Null())))
+    frag = _frag(node)
+    node.replace(const)
+    out.append(Rewrite("affinity_number_versus_text",
+                       f"{frag}: SQLite compares the number {_frag(x)} with the text '{text}' "
+                       f"without converting (every number sorts before every text): always "
+                       f"{'true' if truth else 'false'} (NULL for a NULL value)"))
+    return True
 
 
 def _apply_text(node, x, y, iy: Info, out: list[Rewrite]) -> None:

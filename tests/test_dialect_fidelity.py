@@ -223,8 +223,19 @@ def test_affinity_rewrites(sql, expected, rule):
     assert rule in rules(t)
 
 
+def test_number_versus_non_numeric_text_is_the_constant_sqlite_computes():
+    # every number sorts before every text in SQLite: = is false, <> true, < true, > false
+    t = tr("SELECT name FROM people WHERE age = 'thirty'")
+    assert t.sql == "SELECT name FROM people WHERE (age IS NULL AND NULL)"
+    assert rules(t) == ["affinity_number_versus_text"]
+    assert tr("SELECT name FROM people WHERE 'x' < age").sql == \
+        "SELECT name FROM people WHERE (age IS NULL AND NULL)"
+    assert tr("SELECT name FROM people WHERE age <> 'x'").sql == \
+        "SELECT name FROM people WHERE (NOT age IS NULL OR NULL)"
+
+
 @pytest.mark.parametrize("sql", [
-    "SELECT name FROM people WHERE age = 'thirty'",      # number vs non-numeric text
+    "SELECT name FROM people WHERE age IN ('thirty', 'forty')",  # number vs non-numeric text in IN
     "SELECT count(*) FROM people HAVING count(*) = '7'",  # no affinity: never equal in SQLite
     "SELECT name FROM people WHERE age + 0 = '30'",
     "SELECT name FROM people WHERE birth_year = height * 2",  # real rendered as text
@@ -353,6 +364,8 @@ ORACLE = [
     "ON T1.people_id = T2.owner_id GROUP BY T1.people_id",
     "SELECT kind, count(*) FROM pets GROUP BY kind ORDER BY count(*) DESC LIMIT 1",
     "SELECT name FROM people WHERE age = '30'",
+    "SELECT count(*) FROM people WHERE age = 'thirty'",
+    "SELECT name, age < 'x', age >= 'x', 'x' > age, age <> 'x' FROM people",
     "SELECT name FROM people WHERE birth_year = 1990",
     "SELECT name FROM people WHERE birth_year > 1985",
     "SELECT name FROM people WHERE age IN ('30', '41')",
