@@ -116,10 +116,17 @@ def test_import_run_and_scorecard(built):
     assert all(c["status"] == "verified" for c in cases)
 
     before = golden.read_bytes()
-    res = sqleval("--project", str(built), "golden", "import", str(FIXTURE / "bad_questions.csv"))
+    report_file = built / "bad_import.json"
+    res = sqleval("--project", str(built), "golden", "import", str(FIXTURE / "bad_questions.csv"),
+                  "--json", str(report_file))
     out = _one_line(res.output)
     assert res.exit_code == 1, res.output
     assert "0 case(s) added, 2 row(s) rejected" in out
+    # the same report, machine-readable: every rejected line with its reason
+    data = json.loads(report_file.read_text())
+    assert data["accepted"] == [] and not data["written"] and len(data["rejected"]) == 2
+    assert all(r["line"] > 1 and r["reason"] for r in data["rejected"])
+    assert any("paid_amout" in r["reason"] for r in data["rejected"])
     assert "paid_amout" in out and "restricted" in out
     assert golden.read_bytes() == before  # nothing already frozen was touched
 

@@ -208,6 +208,9 @@ def golden_import(
     reviewer: Annotated[Optional[str], typer.Option(help="Reviewer; without one imported cases "
                                                     "stay unverified")] = None,
     author: Annotated[str, typer.Option(help="Who wrote the reference SQL")] = "import",
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the import "
+                                                     "report (accepted, rejected with reasons, "
+                                                     "warnings, inferred) as JSON here")] = None,
 ) -> None:
     """Import questions into the golden set: every SQL is transpiled (with --dialect), checked
     by the guard's statement filter and frozen on the pinned snapshot; every rejected row is
@@ -268,6 +271,12 @@ def golden_import(
     note = report.execution_only_note()
     if note:
         console.print(f"[yellow]{escape(note)}[/]", highlight=False)
+    if json_out is not None:
+        from sqleval_pipeline.textfiles import write_atomically
+
+        write_atomically(json_out, (json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
+                                    + "\n").encode("utf-8"))
+        console.print(f"import report written to {json_out}")
     console.print(f"{len(report.accepted)} case(s) added, {len(report.rejected)} row(s) rejected"
                   f"; {target} keeps every case it had")
     if report.rejected and not report.accepted:

@@ -86,6 +86,23 @@ class ImportReport:
                 "them — `sqleval golden review` (accept, edit or reject each), or re-import with "
                 "`--reviewer NAME` when the file's references are already reviewed")
 
+    def to_dict(self) -> dict:
+        """The report as JSON-able data (``sqleval golden import --json``)."""
+        return {
+            "source": self.source, "golden_file": str(self.golden_file), "written": self.written,
+            "existing": self.existing,
+            "accepted": [{"line": _line_of(c), "id": c.id, "status": c.status,
+                          "rows": len(c.expected.rows) if c.expected else None,
+                          "inferred": list(c.inferred), "facets": dict(c.facets),
+                          "cluster": c.cluster, "difficulty": c.difficulty,
+                          "order_matters": c.order_matters,
+                          "tie_at_cut": c.expected is not None and c.expected.tie is not None}
+                         for c in self.accepted],
+            "rejected": [{"line": r.line, "id": r.id, "reason": r.reason} for r in self.rejected],
+            "warnings": list(self.warnings), "inferred": self.inferred_summary(),
+            "execution_only": len(self.execution_only()),
+        }
+
     def summary(self) -> str:
         """A short human report: counts, then every rejection and warning."""
         src = f" from {self.source}" if self.source else ""
@@ -188,6 +205,11 @@ def import_rows(
         _append_atomically(golden_file, before, accepted)
         report.written = True
     return report
+
+
+def _line_of(case: Case) -> int | None:
+    tail = case.provenance.source.rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else None
 
 
 # --------------------------------------------------------------------------- row checks
