@@ -26,7 +26,7 @@ from pathlib import Path
 import duckdb
 from pydantic import ValidationError
 
-from sqleval_pipeline.golden.freeze import FreezeError, freeze_case
+from sqleval_pipeline.golden.freeze import FreezeError, FreezeNote, freeze_case
 from sqleval_pipeline.golden.growth import next_id
 from sqleval_pipeline.golden.importers import ImportBatch, ImportRow, Rejection
 from sqleval_pipeline.golden.infer import infer
@@ -187,13 +187,17 @@ def import_rows(
         con = open_readonly(serving)
         try:
             for row, case in candidates:
+                notes: list[FreezeNote] = []
                 try:
-                    frozen = freeze_case(case, con, snapshot_id, as_of)
+                    frozen = freeze_case(case, con, snapshot_id, as_of, notes=notes)
                 except (FreezeError, duckdb.Error) as exc:
                     rejected.append(Rejection(row.line, _freeze_reason(exc, case, row), case.id))
                     continue
                 accepted.append(frozen)
                 warnings.extend(_result_warnings(row, frozen, snapshot_id))
+                # ties at a LIMIT cut (recorded: any tied selection is accepted), a LIMIT
+                # without ORDER BY (its rows are not a reference), shapes not analysed
+                warnings.extend(f"line {row.line} ({case.id}) {n.reading}: {n.detail}" for n in notes)
         finally:
             con.close()
 
@@ -391,15 +395,6 @@ def _result_warnings(row: ImportRow, case: Case, snapshot_id: str) -> list[str]:
         for i, alt in enumerate(case.expected.alternatives):
             if not alt.rows:
                 out.append(f"{where}: alternative {i + 1} returns no rows on {snapshot_id}")
-        if case.expected.tie is not None:
-            tie = case.expected.tie
-            out.append(f"{where}: the reference's LIMIT cuts through {len(tie.rows)} rows tied on "
-                       f"its ORDER BY; any {tie.take} of them are accepted")
-        source_sql = row.original_sql if row.original_sql is not None else row.sql
-        if infer(source_sql, (), row.original_dialect if row.original_sql is not None else None
-                 ).limit_without_order:
-            out.append(f"{where}: the reference has a LIMIT without ORDER BY — its rows are not a "
-                       "reference (any rows may come back); add an ORDER BY that decides them")
     elif case.answerable and not case.reference_sql:
         out.append(f"{where}: no reference SQL — imported as unverified; it gets an "
                    "execution-only score until someone writes one")

@@ -27,24 +27,54 @@ SPLITS: tuple[str, ...] = Split.__args__  # type: ignore[attr-defined]
 
 
 class TieAtCut(BaseModel):
-    """The rows tied at a LIMIT cut (docs/golden-set.md, "Ties at a LIMIT cut").
+    """The rows tied at a LIMIT (or OFFSET) cut (docs/golden-set.md, "Ties at a LIMIT cut").
 
-    The reference's ``ORDER BY … LIMIT k`` cut through rows tied on its ORDER BY keys: the
-    frozen ``rows`` hold ``before`` rows ranked strictly above the tie group, then ``take``
-    rows of the group; ``rows`` here holds the *whole* tie group (``len(rows) > take``),
-    encoded with the result's ``types``. Any ``take`` rows of the group are a right answer.
+    The reference's ``ORDER BY … LIMIT k`` cut through rows tied on *all* its ORDER BY keys:
+    the frozen ``rows`` hold ``before`` rows ranked strictly above the tie group, then ``take``
+    rows of the group; ``rows`` here holds the *whole* tie group as far as freezing fetched it
+    (``len(rows) > take``; the kept rows are among them), projected on the result's columns
+    and encoded with its ``types``. Any ``take`` rows of the group are a right answer.
+
+    ``truncated``: the group continues beyond the rows freezing fetches
+    (:data:`sqleval_pipeline.golden.freeze.MAX_TIE_EXTRA_ROWS` after the cut); only the rows
+    recorded here are accepted, so an answer keeping a tied row that is not recorded is graded
+    WRONG (freezing says so; add a tie-breaker to the ORDER BY).
+
+    >>> TieAtCut(keys=["n"], before=1, take=1, rows=[["Delhi", 3], ["Kochi", 3]]).truncated
+    False
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    keys: list[str] = Field(description="the output columns of the reference's ORDER BY")
+    keys: list[str] = Field(description="the reference's ORDER BY keys: an output column's name, or "
+                                        "the SQL text of a key that is not an output column")
     before: int = Field(ge=0, description="rows of the frozen result ranked above the tie group")
     take: int = Field(ge=1, description="rows of the tie group the LIMIT keeps")
-    rows: list[list[Any]] = Field(description="every row of the tie group (more than take)")
+    rows: list[list[Any]] = Field(description="every recorded row of the tie group (more than take)")
+    truncated: bool = Field(default=False, description="the tie group has more rows than recorded")
+
+    def decoded_rows(self, types: list[str]) -> list[list[Any]]:
+        """The tie group's rows decoded with the result's column ``types``."""
+        return ResultSet.from_json({"columns": [f"c{i}" for i in range(len(types))], "types": types,
+                                    "rows": self.rows}).rows
 
 
 class EncodedResult(BaseModel):
-    """A result set in its JSON encoding (values typed by ``types``)."""
+    """A result set in its JSON encoding (values typed by ``types``).
+
+    Besides the rows, freezing records how far they are a reference
+    (docs/golden-set.md, "Ties at a LIMIT cut"):
+
+    - ``tie``: the LIMIT cut through a tie group (any ``take`` rows of it are right);
+    - ``tie_at_offset``: the OFFSET cut through the tie group the result starts with (its
+      ``before`` is 0) while the result goes on past that group; when one tie group holds the
+      whole result and is cut at both ends, it is ``tie`` alone;
+    - ``order_groups``: for an ``order_matters`` case whose ORDER BY keys are not all output
+      columns, the rank group of each row (rows with equal keys share one, numbered 0, 1, …
+      in order); the grader accepts any order within a group;
+    - ``limit_without_order``: the query has a top-level LIMIT/OFFSET but no ORDER BY, so which
+      rows it keeps is up to the database: the rows are not a reference (the case is flagged).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -53,6 +83,40 @@ class EncodedResult(BaseModel):
     rows: list[list[Any]]
     #: set when the reference's LIMIT cut through a tie group (any selection from it is right)
     tie: TieAtCut | None = None
+    #: set when the reference's OFFSET cut through the tie group the result starts with
+    tie_at_offset: TieAtCut | None = None
+    #: rank group per row, when the ORDER BY keys are not all output columns (order_matters)
+    order_groups: list[int] | None = None
+    #: a top-level LIMIT/OFFSET without ORDER BY: the rows are not a reference
+    limit_without_order: bool = False
+
+    @model_validator(mode="after")
+    def _check_ties(self) -> EncodedResult:
+        n, width = len(self.rows), len(self.columns)
+        hint = "re-run `sqleval golden freeze` instead of editing it by hand"
+        if self.order_groups is not None:
+            g = self.order_groups
+            if len(g) != n:
+                raise ValueError(f"order_groups has {len(g)} entries for {n} rows; {hint}")
+            if g and (g[0] != 0 or any(b - a not in (0, 1) for a, b in zip(g, g[1:], strict=False))):
+                raise ValueError(f"order_groups must count 0, 1, 2, … in row order; {hint}")
+        for name, tie in (("tie", self.tie), ("tie_at_offset", self.tie_at_offset)):
+            if tie is None:
+                continue
+            if tie.before + tie.take > n:
+                raise ValueError(f"{name}: before + take = {tie.before + tie.take} exceeds the "
+                                 f"{n} frozen rows; {hint}")
+            if len(tie.rows) < tie.take:
+                raise ValueError(f"{name}: {len(tie.rows)} tied rows recorded, fewer than take = "
+                                 f"{tie.take}; {hint}")
+            if any(len(r) != width for r in tie.rows):
+                raise ValueError(f"{name}: every tied row needs {width} values; {hint}")
+        if self.tie_at_offset is not None:
+            if self.tie_at_offset.before != 0:
+                raise ValueError(f"tie_at_offset.before must be 0 (the result starts with it); {hint}")
+            if self.tie is not None and self.tie.before < self.tie_at_offset.take:
+                raise ValueError(f"tie and tie_at_offset overlap; {hint}")
+        return self
 
     def decode(self) -> ResultSet:
         return ResultSet.from_json(self.model_dump(include={"columns", "types", "rows"}))
@@ -167,6 +231,9 @@ class Case(BaseModel):
                 del data[name]
         if data.get("expected") is not None:
             for enc in (data["expected"], *data["expected"]["alternatives"]):
-                if enc.get("tie") is None:
-                    enc.pop("tie", None)
+                for name in ("tie", "tie_at_offset", "order_groups"):
+                    if enc.get(name) is None:
+                        enc.pop(name, None)
+                if not enc.get("limit_without_order"):
+                    enc.pop("limit_without_order", None)
         return json.dumps(data, ensure_ascii=False, sort_keys=False)

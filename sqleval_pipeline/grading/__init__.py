@@ -79,6 +79,8 @@ Layout (imports go one way, each module uses only those above it)
 - :mod:`~sqleval_pipeline.grading.explain`: mismatch descriptions;
 - :mod:`~sqleval_pipeline.grading.matching`: the exact reading and got-the-facts column matching;
 - :mod:`~sqleval_pipeline.grading.fast`: the raw-row pass and the residue path;
+- :mod:`~sqleval_pipeline.grading.ties`: ties at a LIMIT cut (the tied rows that best match a
+  candidate, for the comparison to decide) and rank groups;
 - :mod:`~sqleval_pipeline.grading.outcomes`: ``Comparison``, ``compare``, ``compare_any``,
   ``grade_attempt``.
 
@@ -116,6 +118,7 @@ from sqleval_pipeline.grading.fast import (
     _RESIDUE_FILTER_COLUMNS, _FACTS_SAMPLES, _INT_DUCK, _filter_keys_ok, _close_residue, _subset,
     _refuted, _facts_missing_column, _shifted_compatible,
 )
+from sqleval_pipeline.grading.ties import Cut, Shape, case_shapes, merged_groups, selections, shape_of
 from sqleval_pipeline.grading.outcomes import (
     Comparison, compare, compare_any, grade_against, grade_attempt, _RESIDUE_MIN_ROWS,
     _RESIDUE_MAX_FRACTION, _compare_residue, _comparison, _compare,
@@ -123,6 +126,6 @@ from sqleval_pipeline.grading.outcomes import (
 
 __all__ = [
     "ABS_TOL", "GRADER_VERSION", "MIN_ROUND_DECIMALS", "REL_TOL", "ROUNDING_MODES", "RULES",
-    "RULE_REVISION", "Comparison", "canonical_key", "compare", "compare_any", "grade_against",
-    "grade_attempt", "values_equal",
+    "RULE_REVISION", "Comparison", "Cut", "Shape", "canonical_key", "case_shapes", "compare", "compare_any",
+    "grade_against", "grade_attempt", "values_equal",
 ]

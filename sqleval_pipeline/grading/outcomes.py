@@ -1,6 +1,6 @@
 """Comparisons and outcomes (docs/grading.md): :func:`compare` (both readings, through the
-fast paths), :func:`compare_any` over accepted results, and :func:`grade_attempt` (the
-outcome table)."""
+fast paths, and ties at a LIMIT cut), :func:`compare_any` over accepted results, and
+:func:`grade_attempt` (the outcome table)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from sqleval_pipeline.grading.bags import _segments
 from sqleval_pipeline.grading.columns import _columns
 from sqleval_pipeline.grading.fast import _close_residue, _facts_missing_column, _Fast, _fast_exact, _subset
 from sqleval_pipeline.grading.matching import _compare_exact, _compare_facts
+from sqleval_pipeline.grading.ties import Cut, Shape, case_shapes, merged_groups, selections
 from sqleval_pipeline.grading.values import GRADER_VERSION
 from sqleval_pipeline.records import Attempt, Execution, Grade
 from sqleval_pipeline.results import ResultSet
@@ -98,8 +101,16 @@ def compare(
     got: ResultSet,
     order_matters: bool = False,
     order_keys: Sequence[str] = (),
+    *,
+    order_groups: Sequence[int] | None = None,
+    cuts: Sequence[Cut] = (),
 ) -> Comparison:
     """Compare a candidate result with an expected one under both rules (see module doc).
+
+    ``order_groups`` (rank group per expected row) replaces ``order_keys`` when given: rows of
+    one group may come in any order. ``cuts`` are the ties at a LIMIT cut of the expected
+    result (:mod:`~sqleval_pipeline.grading.ties`): the expected rows of a cut may be any of
+    its tied rows.
 
     >>> e = ResultSet(columns=["k", "v"], types=["VARCHAR", "BIGINT"], rows=[["a", 1], ["b", 1]])
     >>> g = ResultSet(columns=["k", "v"], types=["VARCHAR", "BIGINT"], rows=[["b", 1], ["a", 1]])
@@ -107,17 +118,67 @@ def compare(
     (True, False)
     >>> compare(e, g, order_matters=True, order_keys=["v"]).exact  # tied on v: any order
     True
+    >>> compare(e, g, order_matters=True, order_groups=[0, 0]).exact  # the same, by rank groups
+    True
+    >>> top = ResultSet(columns=["k"], types=["VARCHAR"], rows=[["a"]])  # LIMIT 1 of a, c tied
+    >>> other = ResultSet(columns=["k"], types=["VARCHAR"], rows=[["c"]])
+    >>> compare(top, other).exact, compare(top, other, cuts=[Cut(0, 1, [["a"], ["c"]])]).exact
+    (False, True)
     """
     gc_was_enabled = gc.isenabled()
     gc.disable()  # many short-lived tuples and no cycles: the collector only costs time here
     try:
-        return _compare(expected, got, order_matters, order_keys)
+        c = _compare(expected, got, order_matters, order_keys, order_groups)
+        if cuts and not c.exact:
+            c = _compare_cuts(expected, got, order_matters, order_keys, order_groups, cuts, c)
+        return c
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _compare(expected: ResultSet, got: ResultSet, order_matters: bool, order_keys: Sequence[str]) -> Comparison:
+def _compare_cuts(expected: ResultSet, got: ResultSet, order_matters: bool, order_keys: Sequence[str],
+                  order_groups: Sequence[int] | None, cuts: Sequence[Cut], first: Comparison) -> Comparison:
+    """Compare ``got`` with the expected result whose cut rows are the tied rows that best match
+    it (:func:`~sqleval_pipeline.grading.ties.selections`): each such result is a right answer,
+    so the ordinary comparison decides. An exact pass wins; else a facts pass (the frozen rows'
+    first); else the comparison with the closest right answer, its mismatch noting the tie."""
+    if len(got.rows) != len(expected.rows):
+        return first  # the LIMIT keeps the row count whichever tied rows it keeps
+    groups: list[int] | None = None
+    if order_matters:
+        base = (list(order_groups) if order_groups is not None
+                else _segments(expected, _columns(expected), order_keys).tolist())
+        groups = merged_groups(base, cuts)
+    best = first
+    closest: Comparison | None = None  # against the tied rows closest to the candidate's
+    for rows in selections(expected, got, cuts):
+        alt = ResultSet(columns=expected.columns, types=expected.types, rows=rows)
+        c = _compare(alt, got, order_matters, (), groups)
+        if c.exact:
+            return c
+        if closest is None:
+            closest = c
+        if c.facts and not best.facts:
+            best = c
+    if best.facts:
+        return best
+    # nothing passes: report against the closest right answer (its reason, e.g. ``order``, and
+    # its row differences describe the candidate better than the frozen rows do)
+    worst = closest or first
+    ties = "; ".join(
+        (f"row {c.before + 1}" if c.take == 1 else f"rows {c.before + 1}-{c.before + c.take}")
+        + f" may be any {c.take} of the {len(c.pool)} recorded rows tied at the cut"
+        + (" (the group has more, not recorded: those are not accepted)" if c.truncated else "")
+        for c in cuts)
+    text = f"{worst.mismatch} ({ties}; no choice of them matches)" if worst.mismatch else (
+        f"{ties}; no choice of them matches")
+    return Comparison(worst.exact, worst.facts, worst.exact_reason, worst.facts_reason, worst.column_map, text,
+                      first.alternative)
+
+
+def _compare(expected: ResultSet, got: ResultSet, order_matters: bool, order_keys: Sequence[str],
+             order_groups: Sequence[int] | None = None) -> Comparison:
     fast = _fast_exact(expected, got, order_matters)
     if fast.ok:
         return Comparison(True, True, "match", "match", tuple(range(len(expected.columns))), None)
@@ -127,7 +188,9 @@ def _compare(expected: ResultSet, got: ResultSet, order_matters: bool, order_key
             return c
     ecols = _columns(expected)
     gcols = _columns(got)
-    seg = _segments(expected, ecols, order_keys) if order_matters else None
+    seg = None
+    if order_matters:
+        seg = _segments(expected, ecols, order_keys) if order_groups is None else _groups(expected, order_groups)
     if seg is not None and len(expected.rows) != len(got.rows):
         seg = None  # row counts differ: reported as such below
     exact, exact_reason, exact_msg = _compare_exact(expected, got, ecols, gcols, seg)
@@ -137,20 +200,34 @@ def _compare(expected: ResultSet, got: ResultSet, order_matters: bool, order_key
     return _comparison(False, facts, exact_reason, facts_reason, cmap, exact_msg, facts_msg)
 
 
+def _groups(expected: ResultSet, order_groups: Sequence[int]) -> np.ndarray:
+    if len(order_groups) != len(expected.rows):
+        raise ValueError(f"order_groups has {len(order_groups)} entries for {len(expected.rows)} expected "
+                         "rows: re-freeze the case")
+    return np.asarray(order_groups, dtype=np.int64)
+
+
 def compare_any(
-    accepted: Sequence[ResultSet], got: ResultSet, order_matters: bool = False, order_keys: Sequence[str] = ()
+    accepted: Sequence[ResultSet], got: ResultSet, order_matters: bool = False, order_keys: Sequence[str] = (),
+    shapes: Sequence[Shape | None] | None = None,
 ) -> Comparison:
     """Compare against every accepted result; an exact pass anywhere beats a facts pass.
 
-    The returned comparison records the index of the accepted result used (``alternative``);
-    when nothing passes it is the comparison with the primary reading.
+    ``shapes[i]`` (optional) is the tie structure of ``accepted[i]`` (rank groups, ties at a
+    LIMIT cut; :func:`~sqleval_pipeline.grading.ties.case_shapes`). The returned comparison
+    records the index of the accepted result used (``alternative``); when nothing passes it is
+    the comparison with the primary reading.
     """
     if not accepted:
         raise ValueError("no accepted result to compare with")
     best: Comparison | None = None
     for idx, exp in enumerate(accepted):
         keys = [k for k in order_keys if k in exp.columns] if idx else order_keys
-        c = compare(exp, got, order_matters, keys)
+        shape = shapes[idx] if shapes is not None and idx < len(shapes) else None
+        if shape is None:
+            c = compare(exp, got, order_matters, keys)
+        else:
+            c = compare(exp, got, order_matters, keys, order_groups=shape.order_groups, cuts=shape.cuts)
         c = Comparison(c.exact, c.facts, c.exact_reason, c.facts_reason, c.column_map, c.mismatch, idx)
         if c.exact:
             return c
@@ -161,8 +238,9 @@ def compare_any(
 
 
 def grade_against(case: Case, got: ResultSet) -> Comparison:
-    """Compare ``got`` with every accepted result of ``case`` (passing any one passes)."""
-    return compare_any(case.accepted_results(), got, case.order_matters, case.order_keys)
+    """Compare ``got`` with every accepted result of ``case`` (passing any one passes), with
+    the ties recorded when it was frozen (rank groups, ties at a LIMIT cut)."""
+    return compare_any(case.accepted_results(), got, case.order_matters, case.order_keys, case_shapes(case))
 
 
 # --------------------------------------------------------------------------- outcomes
@@ -256,7 +334,7 @@ def grade_attempt(
             "WRONG", "result_truncated", exact=False, facts=False, executed=True,
             mismatch=f"result truncated at {execution.result.row_count} rows by the result cap",
         )
-    c = compare_any(accepted, execution.result, case.order_matters, case.order_keys)
+    c = compare_any(accepted, execution.result, case.order_matters, case.order_keys, case_shapes(case))
     if c.exact:
         return g("CORRECT", "match", exact=True, facts=True, alternative=c.alternative, executed=True)
     if c.facts:

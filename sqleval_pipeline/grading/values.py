@@ -53,7 +53,10 @@ RULES: dict[str, Any] = {
     "dates": "by value; date == timestamp at midnight; aware timestamps compared in UTC",
     "nulls": "NULL only equals NULL; NULL != 0 != '' != false",
     "bool": "not a number",
-    "rows": "multiset; order only with order_matters, ties on order_keys free",
+    "rows": "multiset; order only with order_matters, ties on order_keys (or the recorded rank "
+            "groups) free",
+    "ties_at_cut": "where the reference's ORDER BY ... LIMIT cuts through tied rows, any selection of "
+                   "the kept number of rows from the recorded tie group is right (only recorded rows)",
     "facts_columns": "distinct candidate per expected column, rows aligned",
     "truncated_result": "wrong",
     "unreviewed_cases": "generated and unverified cases get no outcome: execution-only, "

@@ -194,11 +194,11 @@ def test_an_exception_midway_leaves_the_golden_file_untouched(batch, golden, ser
     real = importing.freeze_case
     calls = []
 
-    def failing(case, con, snapshot_id, as_of):
+    def failing(case, con, snapshot_id, as_of, **kw):
         calls.append(case.id)
         if len(calls) == 2:
             raise RuntimeError("disk on fire")
-        return real(case, con, snapshot_id, as_of)
+        return real(case, con, snapshot_id, as_of, **kw)
 
     monkeypatch.setattr(importing, "freeze_case", failing)
     with pytest.raises(RuntimeError, match="disk on fire"):
@@ -226,11 +226,11 @@ def test_a_golden_file_changed_during_the_import_is_not_overwritten(batch, golde
     real = importing.freeze_case
     other_writer = '{"written": "by someone else meanwhile"}\n'
 
-    def meanwhile(case, con, snapshot_id, as_of):
+    def meanwhile(case, con, snapshot_id, as_of, **kw):
         if not golden.read_text().endswith(other_writer):
             with golden.open("a") as fh:
                 fh.write(other_writer)
-        return real(case, con, snapshot_id, as_of)
+        return real(case, con, snapshot_id, as_of, **kw)
 
     monkeypatch.setattr(importing, "freeze_case", meanwhile)
     with pytest.raises(ImportAborted, match="changed on disk"):
