@@ -710,11 +710,32 @@ def _apply_numeric(node, x, y, iy: Info, out: list[Rewrite]) -> None:
                            f"{_frag(node)}: '{lit[1]}' compared with the numeric {_frag(x)} "
                            f"becomes the number {number.sql()} (SQLite's numeric affinity)"))
         return
+    if isinstance(node, (exp.EQ, exp.In)) and _filter_context(node):
+        # text that is not a number stays text in SQLite and never equals a number; in a
+        # filter (WHERE/ON/HAVING, through AND/OR only) TRY_CAST's NULL filters the row out
+        # exactly as SQLite's false does (a join on an integer key against a text column)
+        _wrap(y, lambda n: exp.TryCast(this=n, to=exp.DataType.build("DOUBLE")))
+        out.append(Rewrite("affinity_numeric_cast",
+                           f"{_frag(node)}: the text {_frag(y)} compared with the numeric "
+                           f"{_frag(x)} is read as a number when it is one (SQLite's numeric "
+                           "affinity); other text never matches (TRY_CAST, in a filter)"))
+        return
     _wrap(y, lambda n: exp.cast(n, exp.DType.DOUBLE, copy=False))
     out.append(Rewrite("affinity_numeric_cast",
                        f"{_frag(node)}: the text {_frag(y)} compared with the numeric {_frag(x)} "
                        "is read as a number (SQLite's numeric affinity; text that is not a "
                        "number fails in DuckDB)"))
+
+
+def _filter_context(node: exp.Expr) -> bool:
+    """True when ``node``'s truth value only filters rows: it sits in a WHERE, a join's ON or
+    a HAVING through AND, OR and parentheses alone (there NULL and false act the same)."""
+    child, parent = node, node.parent
+    while isinstance(parent, (exp.And, exp.Or, exp.Paren)):
+        child, parent = parent, parent.parent
+    if isinstance(parent, (exp.Where, exp.Having)):
+        return True
+    return isinstance(parent, exp.Join) and parent.args.get("on") is child
 
 
 #: comparison -> its truth when a number is compared with text (a number sorts before text)
@@ -892,11 +913,31 @@ def _text_aggregates(tree: exp.Expr, schema) -> list[Rewrite]:
         if isinstance(arg, exp.Distinct) or names.info(arg).cls != "text":
             continue
         text = _frag(agg)
-        _wrap(arg, lambda n: exp.cast(n, exp.DType.DOUBLE, copy=False))
+        _wrap(arg, _sqlite_number)
         out.append(Rewrite("aggregate_text_as_number",
-                           f"{text}: SQLite reads the text column as numbers (a value that is "
-                           "not a number fails in DuckDB instead of counting as 0)"))
+                           f"{text}: SQLite reads each text value as the number it starts with "
+                           "('12abc' is 12, 'null' or '' is 0; NULL stays NULL)"))
     return out
+
+
+#: the longest numeric prefix of a text, as SQLite reads text in arithmetic and aggregates
+_NUMERIC_PREFIX = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?"
+
+
+def _sqlite_number(n: exp.Expr) -> exp.Expr:
+    """``n`` (text) read as SQLite reads text as a number: its longest numeric prefix, 0.0
+    when it has none, NULL for NULL.
+
+    >>> sql = _sqlite_number(exp.column("mpg")).sql("duckdb")
+    >>> sql.startswith("CASE WHEN mpg IS NULL THEN NULL ELSE COALESCE(TRY_CAST(REGEXP_EXTRACT(")
+    True
+    """
+    prefix = exp.func("REGEXP_EXTRACT", exp.cast(n.copy(), exp.DType.VARCHAR),
+                      exp.Literal.string(_NUMERIC_PREFIX), exp.Literal.number(0))
+    number = exp.func("COALESCE", exp.TryCast(this=prefix, to=exp.DataType.build("DOUBLE")),
+                      exp.Literal.number("0.0"))
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=n, expression=exp.Null()), true=exp.Null())],
+                    default=number)
 
 
 def _round(tree: exp.Expr, schema) -> list[Rewrite]:
