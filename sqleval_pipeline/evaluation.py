@@ -297,6 +297,10 @@ def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
             for j in judges}
     new: dict[str, list] = {j.name: [] for j in judges}
     attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, "attempts.parquet")
+    # the served catalog lets the rules judge tell a column of another table from one that
+    # exists nowhere; the dialect, a translation failure from the system's own error
+    catalog = {t: [c.name for c in info.columns] for t, info in env.manifest.tables.items()}
+    dialect = loaded.config.dialect
 
     def judge_chunk(items: list) -> None:
         for judge in judges:
@@ -322,7 +326,8 @@ def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
             if len(chunk) >= 256 and chunk[-1].attempt.case_id != a.case_id:
                 judge_chunk(chunk)
                 chunk = []
-            chunk.append(JudgeInput(case=cases[g.case_id], attempt=a, execution=ex, grade=g))
+            chunk.append(JudgeInput(case=cases[g.case_id], attempt=a, execution=ex, grade=g,
+                                    catalog=catalog, dialect=dialect))
     except MissingExecution as exc:
         raise EvaluationError(str(exc)) from exc
     judge_chunk(chunk)

@@ -41,6 +41,11 @@ class JudgeInput(BaseModel):
     #: the served tables' column names (table -> columns), when the caller has the catalog: the
     #: rules judge then knows which columns a table has instead of inferring it from the SQL
     catalog: dict[str, list[str]] | None = None
+    #: the configuration's SQL dialect when it is not DuckDB's (e.g. ``"sqlite"``): the rules
+    #: judge then tells a dialect-translation failure from the system's own error; without it
+    #: the judge reads the dialect off the execution (a ``transpile_failed`` message, the
+    #: fidelity rules in ``rewrites``)
+    dialect: str | None = None
 
 
 @runtime_checkable

@@ -11,9 +11,16 @@ data``) and the free-text reasons of model-backed generators.
 =====================  ===========================================================
 category               the reason says
 =====================  ===========================================================
+harness_bug            a provider or transport failure recorded as a refusal
+                       ("timed out", "rate limit", "503", "overloaded"): no answer
+                       was obtained, the adapter should have made it an error
 ambiguous_question     the wording has several readings ("ambiguous", "which of",
-                       "could mean", "unclear") — the only reason that blames the case
-wrong_table            no join path, no such table, a table lacks a needed column
+                       "could mean", "unclear"), or it asks for a clarification
+                       ("please clarify", "do you mean", "please specify") — the
+                       only reasons that blame the case
+wrong_table            no join path, no such table, a table lacks a needed column;
+                       or the data is restricted ("not authorized", "personal data",
+                       "confidential"): the reference reads served tables only
 wrong_metric           no metric, measure or aggregate matched; a definition unknown
 wrong_grain            no dimension, grouping, grain or time bucket matched
 wrong_filter           a value, code or condition it could not map
@@ -55,7 +62,14 @@ class Reason:
 
 
 REASONS: tuple[Reason, ...] = (
-    Reason("ambiguous_question", "wording with several readings",
+    Reason("harness_bug", "a provider or transport failure, not a decision",
+           r"\btimed? ?out\b|\btimeout\b|\brate[ -]?limit|\btoo many requests\b|\b(?:http |status )?"
+           r"(?:429|500|502|503|504)\b|\bservice (?:is )?unavailable\b|\binternal server error\b"
+           r"|\boverloaded\b|\bconnection (?:error|reset|refused|aborted)\b|\bnetwork error\b"
+           r"|\bquota exceeded\b|\bupstream (?:error|failure)\b"),
+    Reason("ambiguous_question", "wording with several readings, or a request to clarify",
+           r"\bclarif(?:y|ication)\b|\bplease specify\b|\bdo you mean\b|\bdid you mean\b"
+           r"|\bcould you (?:specify|tell me which)\b|\bneeds? more (?:context|details)\b|"
            r"\bambiguous|\bambiguity|\bwhich of\b|\bcould (?:mean|refer to|be read)|\bunclear\b"
            r"|\bnot clear (?:which|what|whether)|\b(?:several|multiple|two|more than one) "
            r"(?:possible )?(?:readings|interpretations|meanings)\b|\bcan be (?:read|interpreted) "
@@ -65,6 +79,10 @@ REASONS: tuple[Reason, ...] = (
            r"key|key) to join\b|\bnot joinable\b|\bno (?:such |matching |suitable )?table\b"
            r"|\btable\b[^.;]*\b(?:not found|does not exist|doesn't exist|is missing)\b"
            r"|\bunknown table\b|\bhas no [\w ]{1,30}? column\b|\bnot (?:linked|related) to\b"),
+    Reason("wrong_table", "a restriction the served data does not have",
+           r"\bnot (?:authori[sz]ed|permitted|allowed to (?:access|read|see|query))\b|\bpermission\b"
+           r"|\b(?:personal|private|confidential|restricted|protected) (?:data|information|table)"
+           r"|\bprivacy\b|\bpii\b|\baccess (?:denied|restricted)\b"),
     Reason("wrong_metric", "no metric or measure it could compute",
            r"\bno (?:metric|measure|aggregate|kpi)s?\b|\b(?:metric|measure)\b[^.;]*\b(?:not "
            r"(?:defined|found|matched|known)|unknown|undefined)\b|\bhow to (?:compute|calculate|"
@@ -166,9 +184,13 @@ def classify_refusal(reason: str | None, ref: Facts | None) -> tuple[str, str]:
         else:
             category = _demanding(ref) if ref is not None else "wrong_table"
             why = "a reason the judge does not recognise, judged by what the reference needs"
+    if category == "harness_bug":
+        return category, (f"no answer was obtained: the refusal reason is a provider or transport "
+                          f"failure (\"{text}\"), not the system declining; the adapter should record "
+                          "it as an error (ERROR, outside the denominator) and the run retry it")
     if category == "ambiguous_question":
-        return category, (f"declined an answerable question as ambiguous (\"{text}\"); fix the "
-                          "question, or accept its readings in the case")
+        return category, (f"declined an answerable question as ambiguous or asked to clarify "
+                          f"(\"{text}\"); fix the question, or accept its readings in the case")
     need = needs.get(category) or needs.get("wrong_table")
     tail = f"; the reference {need}" if need else ""
     return category, f"declined an answerable question: {why} (\"{text}\"){tail}"

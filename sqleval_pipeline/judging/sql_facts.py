@@ -16,7 +16,25 @@ qualifiers, output aliases and unquoted identifier case normalised away:
 - ``outputs``: the outermost projection; ``roles``: every column reference by where it is used
   (measure, grain, filter, output, join) with its table when that is certain (a qualifier, or
   the only table of its scope);
-- ``text``: the whole statement normalised, to recognise two spellings of one query.
+- ``text``: the whole statement normalised, to recognise two spellings of one query;
+- ``functions``: the names of the functions it calls;
+- ``sources``: each table alias (and bare table name) to the base table it names, to resolve
+  the qualifier of a DuckDB error (``Table "s" does not have a column named "year"``).
+
+A SQLite bare column as the dialect translation writes it (``ANY_VALUE(c)``, or ``CASE WHEN
+count(e) > 0 THEN arg_max_null(c, e) ELSE last(c) END``) is read as the column ``c``, as the
+SQLite text means it (``arbitrary`` keeps which outputs were ``ANY_VALUE``). A ``CAST`` around
+a join key column is read as the column (the dialect translation's affinity
+casts, ``CAST(t.id AS DOUBLE) = u.id``, join the same columns).
+
+:func:`clause_at` names the clause a character position of a statement falls in (for an error
+DuckDB reports at a position), :func:`clause_of_name` the clause an identifier is first used in,
+and :data:`CLAUSE_CATEGORY` the failure category each clause stands for.
+
+>>> clause_at("SELECT a FROM t WHERE b IN (SELECT c FROM v) GROUP BY a", 40)
+'where'
+>>> clause_of_name("SELECT a FROM t JOIN u ON t.k = u.kk WHERE b = 1", "kk")
+'on'
 
 >>> f = facts("SELECT date_trunc('month', o.created_at) AS m, sum(o.amount) FROM orders o "
 ...           "WHERE NOT o.state = 'void' GROUP BY 1 ORDER BY m")
@@ -37,7 +55,8 @@ from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-__all__ = ["Facts", "facts", "ParseFailure", "TIME_WORDS", "is_time", "words"]
+__all__ = ["Facts", "facts", "ParseFailure", "TIME_WORDS", "is_time", "words", "clause_at",
+           "clause_of_name", "CLAUSE_CATEGORY"]
 
 ParseFailure = (sqlglot.errors.ParseError, sqlglot.errors.TokenError, RecursionError, ValueError)
 #: a filter or column counts as "about time" when its text contains one of these
@@ -65,6 +84,12 @@ class Facts:
     aliases: frozenset[str]
     roles: dict[str, frozenset[Ref]]
     text: str
+    #: alias (or bare name) -> base table, lower-cased
+    sources: dict[str, str] | None = None
+    #: the names of the functions it calls, lower-cased (``count``, ``any_value``, ``strftime``)
+    functions: frozenset[str] = frozenset()
+    #: positions of the outputs that take some row's value (``ANY_VALUE``: a SQLite bare column)
+    arbitrary: frozenset[int] = frozenset()
 
     @property
     def aggregates(self) -> bool:
@@ -179,6 +204,29 @@ def _resolve(item: exp.Expression, projections: list[exp.Expression]) -> exp.Exp
     return item
 
 
+def _debare(node: exp.Expression) -> exp.Expression:
+    """A SQLite bare column as the dialect translation writes it, read back as the column:
+    ``ANY_VALUE(c)``, and ``CASE WHEN count(e) > 0 THEN arg_max_null(c, e) ELSE last(c) END``."""
+    if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AnyValue):
+        return node.this.this.copy()
+    if isinstance(node, exp.AnyValue):
+        return node.this.copy()
+    if isinstance(node, exp.Case) and len(node.args.get("ifs") or []) == 1 and \
+            isinstance(node.args.get("default"), exp.Last):
+        true = node.args["ifs"][0].args.get("true")
+        if isinstance(true, exp.Anonymous) and true.name.lower() in ("arg_max_null", "arg_min_null") \
+                and true.expressions and true.expressions[0] == node.args["default"].this:
+            return true.expressions[0].copy()
+    return node
+
+
+def _key(node: exp.Expression) -> str:
+    """A join key as the column it compares (a CAST around a column is the column)."""
+    while isinstance(node, exp.Cast | exp.TryCast) and isinstance(node.this, exp.Column | exp.Cast):
+        node = node.this
+    return node.name if isinstance(node, exp.Column) else show(_bare(node))
+
+
 class _Reader:
     def __init__(self, tree: exp.Expression):
         self.cte_names = {c.alias_or_name for c in tree.find_all(exp.CTE)}
@@ -191,6 +239,7 @@ class _Reader:
         self.filters: list[str] = []
         self.filter_columns: dict[str, frozenset[Ref]] = {}
         self.roles: dict[str, set[Ref]] = {}
+        self.sources: dict[str, str] = {}
 
     def table_of(self, scope: Scope, col: exp.Column) -> str | None:
         if col.table:
@@ -213,6 +262,9 @@ class _Reader:
         own = {k: v.name for k, v in scope.sources.items()
                if isinstance(v, exp.Table) and v.name not in self.cte_names}
         self.tables.update(own.values())
+        for alias, name in own.items():
+            self.sources.setdefault(alias.lower(), name.lower())
+            self.sources.setdefault(name.lower(), name.lower())
         if not isinstance(sel, exp.Select):
             return
         projections = list(sel.expressions)
@@ -229,9 +281,7 @@ class _Reader:
             elif on is not None:
                 refs = self.refs(scope, on)
                 self.note("join", refs)
-                keys = [frozenset({c.this.name if isinstance(c.this, exp.Column) else show(_bare(c.this)),
-                                   c.expression.name if isinstance(c.expression, exp.Column)
-                                   else show(_bare(c.expression))})
+                keys = [frozenset({_key(c.this), _key(c.expression)})
                         for c in _conjuncts(on) if isinstance(c, exp.EQ)]
                 self.join_keys.update(keys)
                 ts = sorted({t for t, _c in refs if t})
@@ -283,6 +333,12 @@ def facts(sql: str) -> Facts:
     if tree is None:
         raise ValueError("empty statement")
     tree = normalize_identifiers(tree, dialect="duckdb")
+    first = tree if isinstance(tree, exp.Select) else next(tree.find_all(exp.Select), None)
+    arbitrary = frozenset(i for i, p in enumerate(first.expressions if first is not None else ())
+                          if any(True for _ in p.find_all(exp.AnyValue)))
+    functions = frozenset((f.name if isinstance(f, exp.Anonymous) else f.sql_name()).lower()
+                          for f in tree.find_all(exp.Func))
+    tree = tree.transform(_debare)
     reader = _Reader(tree)
     for scope in traverse_scope(tree):
         reader.read(scope)
@@ -306,4 +362,81 @@ def facts(sql: str) -> Facts:
             isinstance(p.this, exp.Column) and p.this.name == p.alias)),
         roles={k: frozenset(v) for k, v in reader.roles.items()},
         text=show(_plain(tree)),
+        sources=dict(reader.sources),
+        functions=functions, arbitrary=arbitrary,
     )
+
+
+# --------------------------------------------------------------------------- clauses
+
+#: the failure category an error in each clause stands for (docs/judging.md)
+CLAUSE_CATEGORY = {
+    "select": "wrong_metric", "from": "wrong_table", "join": "wrong_table", "on": "wrong_table",
+    "using": "wrong_table", "where": "wrong_filter", "having": "wrong_filter",
+    "qualify": "wrong_filter", "group by": "wrong_grain", "order by": "wrong_grain",
+    "limit": "wrong_grain", "offset": "wrong_grain", "window": "wrong_metric",
+}
+_CLAUSE_TOKENS = {
+    "SELECT": "select", "FROM": "from", "JOIN": "join", "ON": "on", "USING": "using",
+    "WHERE": "where", "HAVING": "having", "QUALIFY": "qualify", "GROUP_BY": "group by",
+    "ORDER_BY": "order by", "LIMIT": "limit", "OFFSET": "offset", "WINDOW": "window",
+    "FETCH": "limit", "WITH": "with", "TOP": "limit",
+}
+_CLAUSE_WORDS = re.compile(r"\b(select|from|join|on|using|where|having|qualify|group\s+by|order\s+by|"
+                           r"limit|offset|window|with)\b", re.IGNORECASE)
+
+
+def _tokens(sql: str):
+    from sqlglot.dialects.duckdb import DuckDB
+
+    try:
+        return [(t.token_type.name, t.text, t.start, t.end) for t in DuckDB().tokenize(sql)]
+    except (sqlglot.errors.TokenError, ValueError, RecursionError):
+        return None
+
+
+def clause_at(sql: str, position: int) -> str | None:
+    """The clause (``select``, ``from``, ``join``, ``on``, ``where``, ``group by``, …) that the
+    character ``position`` of ``sql`` falls in: the outermost query's clause, except that a
+    position inside a CTE's body gets the body's own clause. None before any clause.
+
+    >>> clause_at("SELECT a, b FROM t ORDER BY a LIMIT 3", 36)
+    'limit'
+    """
+    toks = _tokens(sql)
+    if toks is None:  # an unterminated literal: clause words outside quotes, by text
+        last = None
+        for m in _CLAUSE_WORDS.finditer(sql[:position + 1]):
+            last = re.sub(r"\s+", " ", m.group(1).lower())
+        return None if last == "with" else last
+    depth, at = 0, {}  # depth -> the last clause opened at that depth
+    for kind, _text, start, _end in toks:
+        if start > position:
+            break
+        if kind == "L_PAREN":
+            depth += 1
+            at = {d: c for d, c in at.items() if d < depth}
+        elif kind == "R_PAREN":
+            depth = max(0, depth - 1)
+        elif kind in _CLAUSE_TOKENS:
+            at[depth] = _CLAUSE_TOKENS[kind]
+            at = {d: c for d, c in at.items() if d <= depth}
+    for d in sorted(at):
+        if at[d] != "with":
+            return at[d]
+    return None
+
+
+def clause_of_name(sql: str, name: str) -> str | None:
+    """The clause the identifier or literal ``name`` first appears in (case-insensitive; a
+    quoted identifier or a string literal counts), None when it does not appear."""
+    toks = _tokens(sql)
+    want = name.strip().strip('"').strip("'").lower()
+    if not want:
+        return None
+    if toks is not None:
+        for _kind, text, start, _end in toks:
+            if text.lower() == want:
+                return clause_at(sql, start)
+    m = re.search(r"(?<![\w.])" + re.escape(want) + r"(?!\w)", sql, re.IGNORECASE)
+    return clause_at(sql, m.start()) if m else None

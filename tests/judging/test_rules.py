@@ -54,7 +54,8 @@ J = RulesJudge()
 def test_interface_and_revision():
     d = J.diagnose(item(REF.replace("net_amount", "gross_amount")))
     assert (d.judge, d.case_id, d.run_index) == ("rules", "c-1", 0)
-    assert RULES_REVISION >= 2 and d.judge_version == J.version and J.version.startswith("rules-r2-")
+    # revision 3: the cause table (the rules changed, so the version did)
+    assert RULES_REVISION >= 3 and d.judge_version == J.version and J.version.startswith("rules-r3-")
 
 
 @pytest.mark.parametrize("sql,category", [
@@ -253,9 +254,16 @@ def test_a_plausible_query_refused_for_size_is_the_harness_and_an_implausible_on
 def test_guard_errors_and_timeouts():
     assert J.diagnose(item("SELECT * FROM hr.salaries", ex_status="refused", layer="filter",
                            why="qualifier_not_allowed")).category == "wrong_table"
-    assert J.diagnose(item("SELECT nope FROM sales", ex_status="error", error_source="sql",
-                           why="binder_error", error_message="Referenced column nope")
-                      ).category == "wrong_table"
+    # a column no table has is not a table mistake (revision 2 filed every SQL error as
+    # wrong_table): it is judged by where the query uses it, here as an output -> wrong_metric
+    nope = 'Binder Error: Referenced column "nope" not found in FROM clause!'
+    d = J.diagnose(item("SELECT nope FROM sales", ex_status="error", error_source="sql",
+                        why="binder_error", error_code="binder_error", error_message=nope))
+    assert d.category == "wrong_metric" and "[cause: column_nowhere]" in d.explanation
+    d = J.diagnose(item("SELECT nope FROM sales", ex_status="error", error_source="sql",
+                        why="binder_error", error_code="binder_error", error_message=nope,
+                        catalog={"sales": ["net_amount"], "stock": ["nope"]}))
+    assert d.category == "wrong_table" and "column nope is in table stock, not sales" in d.explanation
     assert J.diagnose(item("SELECT 1", ex_status="error", error_source="harness",
                            why="sandbox_unavailable")).category == "harness_bug"
     cross = REF.replace("FROM sales", "FROM sales, sales_archive")
