@@ -312,6 +312,11 @@ class Cause:
 
 
 CAUSES: tuple[Cause, ...] = (
+    Cause("type_mismatch_compare", "wrong_table", "the system's own SQL compares a number with "
+          "text (the dialect translation recorded an affinity rewrite on its text that the "
+          "reference does not need: an integer id compared with a name, a join on an id against "
+          "a name column)", "the compared value lives in another table: a key was matched "
+          "against the wrong column or a join is missing"),
     # -- no answer, or the evaluation at fault
     Cause("provider_error", "harness_bug", "no answer was obtained (attempt kind error: outage, "
           "rate limit, malformed response); graded ERROR, outside the denominator, so never "
@@ -444,6 +449,26 @@ _CLAUSE_START = re.compile(r"(?:select|from|(?:left |right |full |inner |cross |
                            r"window)\b", re.IGNORECASE)
 _ROLE_CATEGORY = (("measure", "wrong_metric"), ("grain", "wrong_grain"), ("filter", "wrong_filter"),
                   ("output", "wrong_metric"), ("join", "wrong_table"))
+
+
+#: translation rewrites that mean the system compared a number with text
+_MISMATCH_RULES = ("affinity_number_versus_text", "affinity_numeric_cast")
+
+
+def _type_mismatch(item: JudgeInput) -> str | None:
+    """The first affinity rewrite the dialect translation made on the system's text that the
+    reference's own translation did not need (the reference's rewrites are in the case's
+    notes), or None."""
+    rewrites = [r for r in (getattr(item.execution, "rewrites", None) or [])
+                if r.split(":", 1)[0].strip() in _MISMATCH_RULES]
+    if not rewrites:
+        return None
+    notes = item.case.notes or ""
+    for r in rewrites:
+        rule, _, detail = r.partition(":")
+        if f": {rule.strip()}:" not in notes:
+            return detail.strip().split(" (", 1)[0][:200]
+    return None
 
 
 def _tag(code: str, text: str) -> str:
@@ -794,6 +819,13 @@ class RulesJudge:
         diffs, note = differences(ref, got, item)
         if execution.status != "ok":
             return self._not_run(item, ref, got, diffs, note)
+        mismatch = _type_mismatch(item)
+        if mismatch:
+            rest = _explain(diffs, note)[1] if (diffs or note) else ""
+            return "wrong_table", _tag("type_mismatch_compare", (
+                f"it compares values of different types — {mismatch} — so the value it compares "
+                "lives in another table (a key matched against a name, or a missing join)"
+                + (f"; also: {rest}" if rest else "")))
         if not diffs and note and note[0] == "replaced":
             shift = _value_shift(item)
             note = ("wrong_filter" if shift else "wrong_table",

@@ -396,6 +396,23 @@ def test_answered_should_refuse():
     expect(d, "wrong_table", "answered_should_refuse")
 
 
+def test_a_number_compared_with_text_is_a_wrong_table():
+    """flights.airline holds airline ids: comparing it with a name (SQLite answers 0 rows) means
+    the system missed the join to airlines; the translation recorded the comparison."""
+    sql = "SELECT count(*) FROM flights WHERE airline = 'United Airlines'"
+    rewrite = ("affinity_number_versus_text: airline = 'United Airlines': SQLite compares the "
+               "number airline with the text 'United Airlines' without converting (every number "
+               "sorts before every text): always false (NULL for a NULL value)")
+    d = judge(case(JOIN_REF), sql=sql, rewrites=[rewrite], result=rs(["n"], [[0]], ["BIGINT"]),
+              catalog=CATALOG, dialect="sqlite")
+    expect(d, "wrong_table", "type_mismatch_compare", "different types")
+    # the same rewrite on the reference too (its notes record it): not the system's mismatch
+    noted = case(JOIN_REF, notes=f"rewrite sql: {rewrite}")
+    d = judge(noted, sql=sql, rewrites=[rewrite], result=rs(["n"], [[0]], ["BIGINT"]),
+              catalog=CATALOG, dialect="sqlite")
+    assert "type_mismatch_compare" not in d.explanation
+
+
 def test_every_cause_row_has_a_test():
     tested = set(re.findall(r'expect\(d, [^,]+, "(\w+)"', Path(__file__).read_text(encoding="utf-8")))
     assert {c.code for c in CAUSES} <= tested, {c.code for c in CAUSES} - tested
