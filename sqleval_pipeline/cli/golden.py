@@ -51,17 +51,23 @@ def golden_freeze(
     for c in gs.cases:  # in file order
         by_file.setdefault(gs.locations[c.id][0], []).append(c)
     n = 0
+    notes: list = []
     for f, file_cases in by_file.items():
         todo = [c for c in file_cases if wanted is None or c.id in wanted]
         if not todo:
             continue
         try:
-            frozen = {c.id: c for c in freeze_cases(todo, serving, pinned_id, manifest.as_of)}
+            frozen = {c.id: c for c in freeze_cases(todo, serving, pinned_id, manifest.as_of,
+                                                    notes=notes)}
         except FreezeError as exc:
             fail(f"{f}: {exc}")
         write_cases(f, [frozen.get(c.id, c) for c in file_cases])
         n += len(todo)
-    console.print(f"froze {n} case(s) against {pinned_id} (as of {manifest.as_of})")
+    # ties at a LIMIT cut (recorded), a LIMIT without ORDER BY, shapes freezing cannot analyse
+    for note in notes:
+        err.print(f"[yellow]note:[/] {note.case_id} {note.reading}: {note.detail}", highlight=False)
+    console.print(f"froze {n} case(s) against {pinned_id} (as of {manifest.as_of})"
+                  + (f"; {len(notes)} note(s) above" if notes else ""))
 
 
 @golden_app.command("verify")

@@ -383,3 +383,24 @@ def test_cli_errors_fail(cli_project):
     assert "sql-error" in text and "sql_error" in text and "not_reproduced" in text
     unknown = sqleval(cli_project, "golden", "audit", "--cases", "clean,nope")
     assert unknown.returncode == 1 and "unknown case id(s): nope" in unknown.stderr
+
+
+def test_golden_freeze_says_where_the_limit_cuts_a_tie(cli_project):
+    """`sqleval golden freeze` records the tie group and says so (a note per tie), as import does."""
+    from sqleval_pipeline.golden.loader import load_golden
+
+    folder = cli_project / "ties"
+    folder.mkdir()
+    tie = next(c for c in load_golden(cli_project / "bad" / "bad.jsonl").cases if c.id == "clean")
+    # the audit's 'tie' case: Pune (2 orders) first, then four cities tied at 1 for one place
+    write_cases(folder / "ties.jsonl", [tie.model_copy(update={
+        "id": "tie", "expected": None, "order_matters": True,
+        "reference_sql": "SELECT city, count(*) AS n FROM orders WHERE status = 'delivered' "
+                         "GROUP BY city ORDER BY n DESC LIMIT 2"})])
+    proc = sqleval(cli_project, "golden", "freeze", "--golden", str(folder))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "note: tie reference_sql: the LIMIT cuts through 4 rows tied on n" in " ".join(proc.stderr.split())
+    assert "1 note(s) above" in proc.stdout
+    frozen = load_golden(folder / "ties.jsonl").cases[0]
+    assert frozen.expected.tie is not None and frozen.expected.tie.take == 1
+    assert len(frozen.expected.tie.rows) == 4
