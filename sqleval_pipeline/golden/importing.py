@@ -83,8 +83,9 @@ class ImportReport:
             return None
         return (f"{len(pending)} of {len(self.accepted)} imported case(s) are unverified: they run "
                 "with an execution-only score and count in no accuracy until a person reviews "
-                "them — `sqleval golden review` (accept, edit or reject each), or re-import with "
-                "`--reviewer NAME` when the file's references are already reviewed")
+                "them — `sqleval golden review --reviewer NAME` (accept, edit or reject each); "
+                "for a file whose references were already reviewed, import it with `--reviewer "
+                "NAME` (a second import skips questions already in the set: remove these first)")
 
     def to_dict(self) -> dict:
         """The report as JSON-able data (``sqleval golden import --json``)."""
