@@ -154,11 +154,16 @@ def test_import_accepts_good_rows_rejects_the_rest_and_keeps_the_existing_bytes(
 
     summary = report.summary()
     assert "4 case(s) imported from questions.csv" in summary and "6 row(s) rejected" in summary
+    # no reviewer: every accepted case is execution-only, and the report says how to verify them
+    assert report.execution_only_note().startswith("4 of 4 imported case(s) are unverified")
+    assert "sqleval golden review --reviewer NAME" in summary
+    assert any(line.startswith("inferred: difficulty inferred for") for line in summary.splitlines())
     assert "rejected line 3 (clm-004): sql: table 'adjusters' is not served" in summary
 
 
 def test_with_a_reviewer_cases_are_verified(batch, golden, serving):
     report = do_import(batch, golden, serving, reviewer="lead", author="analyst")
+    assert report.execution_only_note() is None
     by_id = {c.id: c for c in report.accepted}
     assert by_id["clm-003"].status == "verified" and by_id["clm-006"].status == "verified"
     assert by_id["clm-003"].provenance.reviewer == "lead"
