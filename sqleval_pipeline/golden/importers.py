@@ -79,12 +79,24 @@ import difflib
 import io
 import json
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sqleval_pipeline.dialect import Schema, TranspileError, resolve_dialect, translate
+from sqleval_pipeline.dialect import Schema, TranspileError, resolve_dialect
+from sqleval_pipeline.golden.import_rows import (  # re-exported: part of this module's API
+    ImportBatch,
+    ImportFormatError,
+    ImportRow,
+    Rejection,
+    RowError,
+    add_row,
+    read_csv_dicts,
+    source_of,
+    text_value,
+    transpile_row,
+)
+from sqleval_pipeline.golden.importers_foreign import read_bird, read_defog, read_spider
 from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 from sqleval_pipeline.golden.defog_sql import (  # re-exported: part of this module's API
     MAX_DEFOG_READINGS,
@@ -104,87 +116,11 @@ OWN_OPTIONAL: tuple[str, ...] = ("id", "answerable", "band", "difficulty", "spli
                                  "order_matters", "tags", "traps", "alternatives", "notes")
 OWN_COLUMNS: tuple[str, ...] = (*OWN_REQUIRED, *OWN_OPTIONAL)
 
-DEFOG_REQUIRED: tuple[str, ...] = ("question", "query")
-DEFOG_USED: tuple[str, ...] = ("db_name", "db_type", "query_category", "instructions")
-#: defog columns that are known but not imported (prompt material)
-DEFOG_IGNORED: tuple[str, ...] = ("full_instructions", "k_shot_prompt", "glossary")
-
-SPIDER_IGNORED: tuple[str, ...] = ("query_toks", "query_toks_no_value", "question_toks", "sql")
-BIRD_IGNORED: tuple[str, ...] = ("question_toks", "SQL_toks", "evidence_toks")
-
 ALTERNATIVE_SEPARATOR = ";;"
 _ALT_SPLIT = re.compile(r"^[ \t]*;;[ \t]*$", re.MULTILINE)
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
 _BANDS = ("answerable", "needs_definition", "should_refuse")
-
-
-class ImportFormatError(ValueError):
-    """The file as a whole cannot be imported (format, columns, JSON); nothing is imported."""
-
-
-@dataclass
-class Rejection:
-    """A row of the source file that does not become a case, and why."""
-
-    line: int
-    reason: str
-    id: str | None = None
-
-    def __str__(self) -> str:
-        who = f" ({self.id})" if self.id else ""
-        return f"line {self.line}{who}: {self.reason}"
-
-
-@dataclass
-class ImportRow:
-    """One parsed question, its SQL already in DuckDB's dialect."""
-
-    line: int
-    question: str
-    id: str | None = None
-    sql: str | None = None
-    #: the SQL as written in the file, when it was translated from ``original_dialect``
-    original_sql: str | None = None
-    original_dialect: str | None = None
-    alternatives: list[str] = field(default_factory=list)
-    original_alternatives: list[str] = field(default_factory=list)
-    answerable: bool = True
-    band: str | None = None
-    difficulty: str | None = None
-    #: a benchmark's own difficulty label (BIRD), used only if the taxonomy has it
-    source_difficulty: str | None = None
-    split: str | None = None
-    order_matters: bool | None = None
-    cluster: str | None = None
-    tags: list[str] = field(default_factory=list)
-    traps: list[str] = field(default_factory=list)
-    notes: str | None = None
-    source: str = ""
-    #: named slices the source gives (a benchmark's database, its own difficulty)
-    facets: dict[str, str] = field(default_factory=dict)
-    #: the cluster a benchmark implies when the row names none (its database); marked derived
-    derived_cluster: str | None = None
-    #: every rewrite the dialect translation made, ``"rule: detail"`` (kept beside the original)
-    rewrites: list[str] = field(default_factory=list)
-
-
-@dataclass
-class ImportBatch:
-    rows: list[ImportRow]
-    rejected: list[Rejection]
-    format: str
-    path: Path | None = None
-    #: the dialect the SQL was translated from (None: taken as DuckDB, or per row for defog)
-    dialect: str | None = None
-    #: file-level remarks (ignored fields, capped expansions are in the rows' notes)
-    warnings: list[str] = field(default_factory=list)
-    #: the served schema the SQL was translated against (None: schema-blind)
-    schema: Schema | None = None
-
-
-class _RowError(ValueError):
-    """One row cannot be imported; becomes a Rejection."""
 
 
 # --------------------------------------------------------------------------- entry point
@@ -218,10 +154,8 @@ def read_questions(path: Path, fmt: str | None = None, dialect: str | None = Non
         fmt, data = detect_format(path, text)
     elif fmt in ("spider", "bird"):
         data = _load_json(path, text)
-    from sqleval_pipeline.golden.importers_foreign import _read_bird, _read_defog, _read_spider
-
-    reader = {"csv": _read_own_csv, "jsonl": _read_own_jsonl, "defog": _read_defog,
-              "spider": _read_spider, "bird": _read_bird}[fmt]
+    reader = {"csv": _read_own_csv, "jsonl": _read_own_jsonl, "defog": read_defog,
+              "spider": read_spider, "bird": read_bird}[fmt]
     chosen = explicit if dialect is not None else DEFAULT_DIALECTS[fmt]
     batch = ImportBatch(rows=[], rejected=[], format=fmt, path=path, dialect=chosen, schema=schema)
     reader(path, text if data is None else data, batch, chosen, dialect is not None)
@@ -295,7 +229,7 @@ def parse_bool(value: Any, what: str) -> bool | None:
         return True
     if text in _FALSE:
         return False
-    raise _RowError(f"{what} must be true or false (also yes/no, 1/0), not {value!r}")
+    raise RowError(f"{what} must be true or false (also yes/no, 1/0), not {value!r}")
 
 
 def split_labels(value: Any, what: str, *, from_csv: bool) -> list[str]:
@@ -310,7 +244,7 @@ def split_labels(value: Any, what: str, *, from_csv: bool) -> list[str]:
         return [t.strip() for t in re.split(r"[,;]", str(value)) if t.strip()]
     if isinstance(value, list) and all(isinstance(t, str) for t in value):
         return [t.strip() for t in value if t.strip()]
-    raise _RowError(f"{what} must be a list of strings in JSONL, not {value!r}")
+    raise RowError(f"{what} must be a list of strings in JSONL, not {value!r}")
 
 
 def split_alternatives(cell: str | None) -> list[str]:
@@ -324,51 +258,6 @@ def split_alternatives(cell: str | None) -> list[str]:
     if not cell or not cell.strip():
         return []
     return [part.strip() for part in _ALT_SPLIT.split(cell) if part.strip()]
-
-
-def _text(value: Any, what: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = str(value)
-        else:
-            raise _RowError(f"{what} must be text, not {type(value).__name__}")
-    value = value.strip()
-    return value or None
-
-
-def _transpile(row: ImportRow, dialect: str | None, schema: Schema | None = None) -> None:
-    """Translate the row's SQL and alternatives to DuckDB in place (raises _RowError); every
-    rewrite the translation made is kept in ``row.rewrites``."""
-    name = resolve_dialect(dialect)
-    if name is None:
-        return
-    texts = [row.sql, *row.alternatives] if row.sql is not None else list(row.alternatives)
-    out: list[str] = []
-    for i, text in enumerate(texts):
-        which = "sql" if (i == 0 and row.sql is not None) else \
-            f"alternatives[{i - (1 if row.sql is not None else 0)}]"
-        try:
-            done = translate(text, name, schema)
-        except TranspileError as exc:
-            raise _RowError(f"{which} ({name} to DuckDB): {exc}") from None
-        out.append(done.sql)
-        row.rewrites.extend(f"{which}: {r}" for r in done.rewrites)
-    row.original_dialect = name
-    if row.sql is not None:
-        row.original_sql, row.sql = row.sql, out[0]
-        out = out[1:]
-    row.original_alternatives, row.alternatives = list(row.alternatives), out
-
-
-def _source(path: Path, line: int) -> str:
-    return f"import:{path.name}:{line}"
-
-
-def _join_notes(*parts: str | None) -> str | None:
-    kept = [p.strip() for p in parts if p and p.strip()]
-    return "\n".join(kept) or None
 
 
 # --------------------------------------------------------------------------- sqleval's own
@@ -393,29 +282,29 @@ def _check_columns(path: Path, columns: Iterable[str], where: str) -> None:
 
 def _own_row(path: Path, line: int, rec: dict[str, Any], dialect: str | None,
              from_csv: bool, schema: Schema | None = None) -> ImportRow:
-    question = _text(rec.get("question"), "question")
+    question = text_value(rec.get("question"), "question")
     if not question:
-        raise _RowError("question is empty")
-    row = ImportRow(line=line, question=question, source=_source(path, line))
-    row.id = _text(rec.get("id"), "id")
-    row.sql = _text(rec.get("sql"), "sql")
+        raise RowError("question is empty")
+    row = ImportRow(line=line, question=question, source=source_of(path, line))
+    row.id = text_value(rec.get("id"), "id")
+    row.sql = text_value(rec.get("sql"), "sql")
     answerable = parse_bool(rec.get("answerable"), "answerable")
-    band = _text(rec.get("band"), "band")
+    band = text_value(rec.get("band"), "band")
     if band is not None and band not in _BANDS:
-        raise _RowError(f"band must be one of {', '.join(_BANDS)}, not {band!r}")
+        raise RowError(f"band must be one of {', '.join(_BANDS)}, not {band!r}")
     if band == "should_refuse" and answerable is True:
-        raise _RowError("band should_refuse contradicts answerable=true")
+        raise RowError("band should_refuse contradicts answerable=true")
     if answerable is False and band not in (None, "should_refuse"):
-        raise _RowError(f"answerable=false means band should_refuse, not {band!r}")
+        raise RowError(f"answerable=false means band should_refuse, not {band!r}")
     row.answerable = answerable is not False and band != "should_refuse"
     row.band = band or (None if row.answerable else "should_refuse")
-    row.difficulty = _text(rec.get("difficulty"), "difficulty")
-    row.split = _text(rec.get("split"), "split")
-    row.cluster = _text(rec.get("cluster"), "cluster")
+    row.difficulty = text_value(rec.get("difficulty"), "difficulty")
+    row.split = text_value(rec.get("split"), "split")
+    row.cluster = text_value(rec.get("cluster"), "cluster")
     row.order_matters = parse_bool(rec.get("order_matters"), "order_matters")
     row.tags = split_labels(rec.get("tags") or None, "tags", from_csv=from_csv)
     row.traps = split_labels(rec.get("traps") or None, "traps", from_csv=from_csv)
-    row.notes = _text(rec.get("notes"), "notes")
+    row.notes = text_value(rec.get("notes"), "notes")
     alts = rec.get("alternatives")
     if from_csv:
         row.alternatives = split_alternatives(alts)
@@ -424,71 +313,25 @@ def _own_row(path: Path, line: int, rec: dict[str, Any], dialect: str | None,
     elif isinstance(alts, list) and all(isinstance(a, str) for a in alts):
         row.alternatives = [a.strip() for a in alts if a.strip()]
     else:
-        raise _RowError(f"alternatives must be a list of SQL strings in JSONL, not {alts!r}")
+        raise RowError(f"alternatives must be a list of SQL strings in JSONL, not {alts!r}")
     if not row.answerable and (row.sql or row.alternatives):
-        raise _RowError("answerable=false (should_refuse) but SQL is given: leave sql and "
+        raise RowError("answerable=false (should_refuse) but SQL is given: leave sql and "
                         "alternatives empty — for such a question, answering is the failure")
     if row.alternatives and not row.sql:
-        raise _RowError("alternatives are given without sql: the reference SQL comes first")
-    _transpile(row, dialect, schema)
+        raise RowError("alternatives are given without sql: the reference SQL comes first")
+    transpile_row(row, dialect, schema)
     return row
-
-
-def _csv_records(text: str) -> Iterator[tuple[int, list[str]]]:
-    """(line where the record starts, cells) for every non-blank CSV record."""
-    reader = csv.reader(io.StringIO(text, newline=""))
-    end = 0
-    while True:
-        start = end + 1
-        try:
-            cells = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            raise ImportFormatError(f"line {start}: not valid CSV ({exc})") from None
-        end = reader.line_num
-        if not any(c.strip() for c in cells):
-            continue
-        yield start, cells
-
-
-def _read_csv_dicts(path: Path, text: str, *, lower: bool = False
-                    ) -> tuple[list[str], Iterator[tuple[int, dict[str, str] | str]]]:
-    try:
-        records = _csv_records(text)
-        first = next(records, None)
-    except ImportFormatError as exc:
-        raise ImportFormatError(f"{path}:{exc}") from None
-    if first is None:
-        raise ImportFormatError(f"{path}: the file is empty (a CSV needs a header row)")
-    header = [h.strip().lower() if lower else h.strip() for h in first[1]]
-    dupes = sorted({h for h in header if header.count(h) > 1})
-    if dupes:
-        raise ImportFormatError(f"{path}: column(s) {dupes} appear twice in the header")
-
-    def rows() -> Iterator[tuple[int, dict[str, str] | str]]:
-        try:
-            for line, cells in records:
-                if len(cells) > len(header):
-                    yield line, (f"{len(cells)} cells but the header has {len(header)} columns "
-                                 "(an unquoted comma?)")
-                    continue
-                yield line, dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=True))
-        except ImportFormatError as exc:
-            raise ImportFormatError(f"{path}:{exc}") from None
-
-    return header, rows()
 
 
 def _read_own_csv(path: Path, text: str, batch: ImportBatch, dialect: str | None,
                   _explicit: bool) -> None:
-    header, rows = _read_csv_dicts(path, text, lower=True)
+    header, rows = read_csv_dicts(path, text, lower=True)
     _check_columns(path, header, "")
     for line, rec in rows:
         if isinstance(rec, str):
             batch.rejected.append(Rejection(line, rec))
             continue
-        _add(batch, line, rec.get("id"), lambda rec=rec, line=line: _own_row(
+        add_row(batch, line, rec.get("id"), lambda rec=rec, line=line: _own_row(
             path, line, rec, dialect, from_csv=True, schema=batch.schema))
 
 
@@ -517,15 +360,8 @@ def _read_own_jsonl(path: Path, text: str, batch: ImportBatch, dialect: str | No
                       f"{', '.join(OWN_REQUIRED)}; use null for no sql)",
                 rec.get("id") if isinstance(rec.get("id"), str) else None))
             continue
-        _add(batch, line, rec.get("id"), lambda rec=rec, line=line: _own_row(
+        add_row(batch, line, rec.get("id"), lambda rec=rec, line=line: _own_row(
             path, line, rec, dialect, from_csv=False, schema=batch.schema))
-
-
-def _add(batch: ImportBatch, line: int, rid: Any, make) -> None:
-    try:
-        batch.rows.append(make())
-    except _RowError as exc:
-        batch.rejected.append(Rejection(line, str(exc), rid if isinstance(rid, str) and rid else None))
 
 
 __all__ = [

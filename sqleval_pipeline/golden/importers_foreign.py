@@ -12,10 +12,19 @@ from pathlib import Path
 
 from sqleval_pipeline.dialect import TranspileError, resolve_dialect
 from sqleval_pipeline.golden.defog_sql import MAX_DEFOG_READINGS, expand_defog_braces, split_defog_query
-from sqleval_pipeline.golden.importers import (
-    BIRD_IGNORED, DEFOG_IGNORED, DEFOG_REQUIRED, DEFOG_USED, SPIDER_IGNORED, ImportBatch, ImportFormatError,
-    ImportRow, Rejection, _add, _join_notes, _read_csv_dicts, _RowError, _source, _text, _transpile,
+from sqleval_pipeline.golden.import_rows import (
+    ImportBatch, ImportFormatError, ImportRow, Rejection, RowError, add_row, join_notes, read_csv_dicts,
+    source_of, text_value, transpile_row,
 )
+
+
+DEFOG_REQUIRED: tuple[str, ...] = ("question", "query")
+DEFOG_USED: tuple[str, ...] = ("db_name", "db_type", "query_category", "instructions")
+#: defog columns that are known but not imported (prompt material)
+DEFOG_IGNORED: tuple[str, ...] = ("full_instructions", "k_shot_prompt", "glossary")
+
+SPIDER_IGNORED: tuple[str, ...] = ("query_toks", "query_toks_no_value", "question_toks", "sql")
+BIRD_IGNORED: tuple[str, ...] = ("question_toks", "SQL_toks", "evidence_toks")
 
 
 # --------------------------------------------------------------------------- defog
@@ -23,13 +32,13 @@ from sqleval_pipeline.golden.importers import (
 
 def _defog_row(path: Path, line: int, rec: dict[str, str], dialect: str | None,
                explicit: bool, schema=None) -> ImportRow:
-    question = _text(rec.get("question"), "question")
+    question = text_value(rec.get("question"), "question")
     if not question:
-        raise _RowError("question is empty")
-    query = _text(rec.get("query"), "query")
+        raise RowError("question is empty")
+    query = text_value(rec.get("query"), "query")
     if not query:
-        raise _RowError("query is empty: a defog row needs its gold query")
-    row = ImportRow(line=line, question=question, source=_source(path, line))
+        raise RowError("query is empty: a defog row needs its gold query")
+    row = ImportRow(line=line, question=question, source=source_of(path, line))
     readings: list[str] = []
     total = 0
     for part in split_defog_query(query):
@@ -42,31 +51,31 @@ def _defog_row(path: Path, line: int, rec: dict[str, str], dialect: str | None,
         capped = (f"defog query has {total} accepted readings (';' alternatives and {{a, b}} "
                   f"column groups); kept the first {MAX_DEFOG_READINGS}")
     if not readings:
-        raise _RowError("query holds no SQL statement")
+        raise RowError("query holds no SQL statement")
     row.sql, row.alternatives = readings[0], readings[1:]
-    category = _text(rec.get("query_category"), "query_category")
+    category = text_value(rec.get("query_category"), "query_category")
     if category:
         row.cluster = category
         row.tags = [category]
-    db = _text(rec.get("db_name"), "db_name")
-    instructions = _text(rec.get("instructions"), "instructions")
-    row.notes = _join_notes(f"instructions: {instructions}" if instructions else None,
+    db = text_value(rec.get("db_name"), "db_name")
+    instructions = text_value(rec.get("instructions"), "instructions")
+    row.notes = join_notes(f"instructions: {instructions}" if instructions else None,
                             f"db_name: {db}" if db else None, capped)
     row_dialect = dialect
     if not explicit:
-        db_type = _text(rec.get("db_type"), "db_type")
+        db_type = text_value(rec.get("db_type"), "db_type")
         if db_type:
             try:
                 row_dialect = resolve_dialect(db_type)
             except TranspileError as exc:
-                raise _RowError(f"db_type: {exc}") from None
-    _transpile(row, row_dialect, schema)
+                raise RowError(f"db_type: {exc}") from None
+    transpile_row(row, row_dialect, schema)
     return row
 
 
-def _read_defog(path: Path, text: str, batch: ImportBatch, dialect: str | None,
+def read_defog(path: Path, text: str, batch: ImportBatch, dialect: str | None,
                 explicit: bool) -> None:
-    header, rows = _read_csv_dicts(path, text)
+    header, rows = read_csv_dicts(path, text)
     missing = [c for c in DEFOG_REQUIRED if c not in header]
     if missing:
         raise ImportFormatError(f"{path}: not a defog question file: missing column(s) "
@@ -80,7 +89,7 @@ def _read_defog(path: Path, text: str, batch: ImportBatch, dialect: str | None,
         if isinstance(rec, str):
             batch.rejected.append(Rejection(line, rec))
             continue
-        _add(batch, line, None, lambda rec=rec, line=line: _defog_row(
+        add_row(batch, line, None, lambda rec=rec, line=line: _defog_row(
             path, line, rec, dialect, explicit, batch.schema))
 
 
@@ -103,56 +112,56 @@ def _json_records(path: Path, data: list, batch: ImportBatch, used: tuple[str, .
 
 
 def _spider_row(path: Path, line: int, rec: dict, dialect: str | None, schema=None) -> ImportRow:
-    question = _text(rec.get("question"), "question")
+    question = text_value(rec.get("question"), "question")
     if not question:
-        raise _RowError("question is missing or empty")
-    sql = _text(rec.get("query"), "query")
+        raise RowError("question is missing or empty")
+    sql = text_value(rec.get("query"), "query")
     if not sql:
-        raise _RowError("query is missing or empty")
-    db = _text(rec.get("db_id"), "db_id")
-    row = ImportRow(line=line, question=question, sql=sql, source=_source(path, line),
-                    notes=_join_notes(f"db_id: {db}" if db else None),
+        raise RowError("query is missing or empty")
+    db = text_value(rec.get("db_id"), "db_id")
+    row = ImportRow(line=line, question=question, sql=sql, source=source_of(path, line),
+                    notes=join_notes(f"db_id: {db}" if db else None),
                     facets={"database": db} if db else {}, derived_cluster=db)
-    _transpile(row, dialect, schema)
+    transpile_row(row, dialect, schema)
     return row
 
 
-def _read_spider(path: Path, data: list, batch: ImportBatch, dialect: str | None,
+def read_spider(path: Path, data: list, batch: ImportBatch, dialect: str | None,
                  _explicit: bool) -> None:
     for line, rec in _json_records(path, data, batch, ("db_id", "question", "query"),
                                    SPIDER_IGNORED):
-        _add(batch, line, None, lambda rec=rec, line=line: _spider_row(path, line, rec, dialect,
+        add_row(batch, line, None, lambda rec=rec, line=line: _spider_row(path, line, rec, dialect,
                                                                        batch.schema))
 
 
 def _bird_row(path: Path, line: int, rec: dict, dialect: str | None, schema=None) -> ImportRow:
-    question = _text(rec.get("question"), "question")
+    question = text_value(rec.get("question"), "question")
     if not question:
-        raise _RowError("question is missing or empty")
-    sql = _text(rec.get("SQL"), "SQL")
+        raise RowError("question is missing or empty")
+    sql = text_value(rec.get("SQL"), "SQL")
     if not sql:
-        raise _RowError("SQL is missing or empty")
-    db = _text(rec.get("db_id"), "db_id")
-    evidence = _text(rec.get("evidence"), "evidence")
+        raise RowError("SQL is missing or empty")
+    db = text_value(rec.get("db_id"), "db_id")
+    evidence = text_value(rec.get("evidence"), "evidence")
     if evidence is not None and evidence.lower() == "false":  # BIRD's early "no evidence"
         evidence = None
     qid = rec.get("question_id")
-    difficulty = _text(rec.get("difficulty"), "difficulty")
+    difficulty = text_value(rec.get("difficulty"), "difficulty")
     facets = {"database": db} if db else {}
     if difficulty:
         facets["bird_difficulty"] = difficulty
-    row = ImportRow(line=line, question=question, sql=sql, source=_source(path, line),
+    row = ImportRow(line=line, question=question, sql=sql, source=source_of(path, line),
                     source_difficulty=difficulty, facets=facets, derived_cluster=db,
-                    notes=_join_notes(f"evidence: {evidence}" if evidence else None,
+                    notes=join_notes(f"evidence: {evidence}" if evidence else None,
                                       f"db_id: {db}" if db else None,
                                       f"bird question_id: {qid}" if qid is not None else None))
-    _transpile(row, dialect, schema)
+    transpile_row(row, dialect, schema)
     return row
 
 
-def _read_bird(path: Path, data: list, batch: ImportBatch, dialect: str | None,
+def read_bird(path: Path, data: list, batch: ImportBatch, dialect: str | None,
                _explicit: bool) -> None:
     used = ("db_id", "question", "evidence", "SQL", "difficulty", "question_id")
     for line, rec in _json_records(path, data, batch, used, BIRD_IGNORED):
-        _add(batch, line, None, lambda rec=rec, line=line: _bird_row(path, line, rec, dialect,
+        add_row(batch, line, None, lambda rec=rec, line=line: _bird_row(path, line, rec, dialect,
                                                                      batch.schema))
