@@ -55,7 +55,8 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialects
 from sqlglot.errors import ErrorLevel, SqlglotError, UnsupportedError
 
-from sqleval_pipeline.dialect_rules import Refusal, Rewrite, Schema, apply_rules
+from sqleval_pipeline.dialect_rules import apply_rules
+from sqleval_pipeline.dialect_scope import Refusal, Rewrite, Schema
 
 #: every dialect name sqlglot can read (lower-case), e.g. ``snowflake``, ``bigquery``, ``tsql``
 KNOWN_DIALECTS: tuple[str, ...] = tuple(sorted(d.value for d in Dialects if d.value))
