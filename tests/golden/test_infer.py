@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from sqleval_pipeline.golden import infer as infer_module
+from sqleval_pipeline.golden import sql_shape
 from sqleval_pipeline.golden.infer import (
     Inference,
     infer,
@@ -374,9 +375,9 @@ def test_infer_limit_without_order():
 
 
 def test_infer_parses_once():
-    infer_module._parse.cache_clear()
+    sql_shape.parse_query.cache_clear()
     infer("SELECT a FROM t WHERE b = 1 ORDER BY a LIMIT 2", DEFAULT_DIFFICULTIES, "postgres")
-    info = infer_module._parse.cache_info()
+    info = sql_shape.parse_query.cache_info()
     assert info.misses == 1 and info.hits >= 4
 
 
@@ -417,5 +418,9 @@ def test_dialect_names_as_sqleval_spells_them():
 def test_doctests():
     import doctest
 
-    result = doctest.testmod(infer_module)
+    from sqleval_pipeline.golden import spider_hardness as hardness_module
+
+    # the examples of the inference, split over the module and the two it builds on
+    results = [doctest.testmod(m) for m in (infer_module, hardness_module, sql_shape)]
+    result = doctest.TestResults(sum(r.failed for r in results), sum(r.attempted for r in results))
     assert result.failed == 0 and result.attempted >= 15
