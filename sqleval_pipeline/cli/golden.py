@@ -73,7 +73,7 @@ def golden_freeze(
 @golden_app.command("verify")
 def golden_verify(golden: GoldenPath = None) -> None:
     """Re-run every reference on the pinned snapshot; fail naming every case that drifted."""
-    from sqleval_pipeline.golden.freeze import verify_cases
+    from sqleval_pipeline.golden.verify import verify_cases
 
     pinned_id, manifest, serving = pinned()
     gs = load_golden_or_fail(_golden(golden))

@@ -6,7 +6,7 @@ of kind ``sql`` executed by :func:`~sqleval_pipeline.streams.execute_stream` thr
 project's guard (statement filter, pinned clock, sandbox, result cap), then graded by
 :func:`~sqleval_pipeline.grading.grade_attempt` against the case, once per run (three runs by
 default). A reference that does not grade CORRECT against itself every time is an error, and so
-is one whose frozen result no longer reproduces (:func:`~sqleval_pipeline.golden.freeze.verify_cases`).
+is one whose frozen result no longer reproduces (:func:`~sqleval_pipeline.golden.verify.verify_cases`).
 The audit also flags weak references: empty, single-NULL or all-zero results, results near the
 row cap, clock dependence that the question's wording does not explain (and the reverse), a
 LIMIT cut through tied rows or a LIMIT without ORDER BY, and runs that disagree.
@@ -43,7 +43,8 @@ import sqlglot
 from pydantic import BaseModel, Field
 from sqlglot import exp
 
-from sqleval_pipeline.golden.freeze import MAX_REFERENCE_ROWS, run_reference, same_result, verify_cases
+from sqleval_pipeline.golden.freeze import MAX_REFERENCE_ROWS, run_reference
+from sqleval_pipeline.golden.verify import same_result, verify_cases
 from sqleval_pipeline.golden.infer import limit_without_order
 from sqleval_pipeline.golden.model import Case, EncodedResult, TieAtCut
 from sqleval_pipeline.grading import grade_attempt

@@ -5,9 +5,8 @@ import pytest
 
 from sqleval_pipeline import paths
 from sqleval_pipeline.golden import freeze, load_golden
-from sqleval_pipeline.golden.freeze import (
-    FreezeError, freeze_cases, limit_without_order, order_keys_of, verify_cases,
-)
+from sqleval_pipeline.golden.freeze import FreezeError, freeze_cases, limit_without_order, order_keys_of
+from sqleval_pipeline.golden.verify import verify_cases
 from sqleval_pipeline.golden.model import Case
 
 

@@ -21,7 +21,8 @@ from sqleval_pipeline.generation.context import load_catalog
 from sqleval_pipeline.glossary import project_glossary
 from sqleval_pipeline.golden import describe, dedup, propose, vocabulary
 from sqleval_pipeline.golden.dedup import normalise_sql, similar_questions
-from sqleval_pipeline.golden.freeze import freeze_cases, verify_cases
+from sqleval_pipeline.golden.freeze import freeze_cases
+from sqleval_pipeline.golden.verify import verify_cases
 from sqleval_pipeline.golden.loader import load_golden
 from sqleval_pipeline.golden.vocabulary import Measure
 from sqleval_pipeline.guard.executor import GuardedExecutor

@@ -6,7 +6,7 @@ import dagster as dg
 
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.defs.resources import SqlevalHome
-from sqleval_pipeline.golden.freeze import verify_cases
+from sqleval_pipeline.golden.verify import verify_cases
 from sqleval_pipeline.golden.loader import load_golden
 from sqleval_pipeline.golden.stats import stats_markdown, validate_coverage
 
