@@ -24,6 +24,7 @@ from sqleval_pipeline.casefile import CaseDetail, batch_details, check_partition
 from sqleval_pipeline.environment import Environment, EvaluationError
 from sqleval_pipeline.scoring.scorecard import CaseResult
 from sqleval_pipeline.store import atomic_write_text
+from sqleval_pipeline.textfiles import atomic_path
 
 FORMAT = "sqleval.export/1"
 _S, _I, _B, _F = pa.string(), pa.int64(), pa.bool_(), pa.float64()
@@ -109,9 +110,8 @@ def export(env: Environment, partition_keys: Sequence[str] | None, out_dir: Path
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(card_path, folder / "scorecard.json")
         table = pa.Table.from_pylist(rows, schema=SCHEMA)
-        tmp = folder / ".cases.parquet.tmp"
-        pq.write_table(table, tmp)
-        tmp.replace(folder / "cases.parquet")
+        with atomic_path(folder / "cases.parquet") as tmp:
+            pq.write_table(table, tmp)
         atomic_write_text(folder / "cases.jsonl", "".join(
             json.dumps(r, ensure_ascii=False, sort_keys=False) + "\n" for r in rows))
         files = [folder / "scorecard.json", folder / "cases.parquet", folder / "cases.jsonl"]

@@ -27,6 +27,7 @@ import duckdb
 from pydantic import BaseModel
 
 from sqleval_pipeline.results import encode_value
+from sqleval_pipeline.textfiles import write_atomically
 
 ALLOWLISTED_SCHEMAS: tuple[str, ...] = ("marts",)
 SERVING_SCHEMA = "main"
@@ -70,9 +71,7 @@ class SnapshotManifest(BaseModel):
 
     def to_file(self, path: Path) -> None:
         text = json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        write_atomically(path, text)
 
     @classmethod
     def from_file(cls, path: Path) -> SnapshotManifest:

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sqleval_pipeline.textfiles import atomic_path
+
 #: never published: the crash journal, lock files, temporary files
 _PRIVATE_PARTS = ("parts",)
 
@@ -106,10 +108,8 @@ class Remote:
             dest = local_root / rel
             if dest.exists():
                 continue
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.pull.tmp")
-            self.fs.get_file(f, str(tmp))
-            tmp.replace(dest)
+            with atomic_path(dest) as tmp:
+                self.fs.get_file(f, str(tmp))
             got += 1
         return got
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 import json
-import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from sqleval_pipeline import paths
+from sqleval_pipeline.textfiles import write_atomically
 
 
 class BatchInfo(BaseModel):
@@ -61,10 +61,7 @@ class BatchInfo(BaseModel):
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, text)
 
 
 @contextmanager

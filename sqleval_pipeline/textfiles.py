@@ -30,6 +30,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,24 @@ def parse_yaml(path: Path | str, text: str, error: type[Exception]) -> YamlDocum
     finally:
         loader.dispose()
     return YamlDocument(path, data, node)
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary file of its own beside ``path`` (unique per call, so two threads or two
+    processes writing the same file never share one), renamed over ``path`` when the block
+    ends without error and removed when it fails: for writers that need a file name (Parquet,
+    copies, downloads). A reader sees the old file or the new one, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_atomically(path: Path, data: str | bytes) -> None:

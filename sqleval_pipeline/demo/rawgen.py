@@ -31,6 +31,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqleval_pipeline.textfiles import write_atomically
+
 SEED = 20251215
 AS_OF = dt.date(2025, 12, 15)
 FIRST_DAY = dt.date(2024, 6, 1)
@@ -354,9 +356,7 @@ def write_raw(outdir: Path, seed: int = SEED) -> dict[str, str]:
     checksums: dict[str, str] = {}
     for table in RAW_TABLES:
         payload = render_csv(table, data[table.name])
-        tmp = outdir / (table.filename + ".tmp")
-        tmp.write_bytes(payload)
-        tmp.replace(outdir / table.filename)
+        write_atomically(outdir / table.filename, payload)
         checksums[table.filename] = hashlib.sha256(payload).hexdigest()
     return checksums
 

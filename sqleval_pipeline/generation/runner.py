@@ -37,6 +37,7 @@ from sqleval_pipeline.generation.retry import call_with_retries
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.records import Attempt, RecordWriter, count_records, load_records
 from sqleval_pipeline.store import BatchInfo, Store, file_lock
+from sqleval_pipeline.textfiles import atomic_path
 
 
 def golden_hash(cases: Sequence[Case]) -> str:
@@ -327,10 +328,8 @@ def _reuse_attempts(store: Store, info: BatchInfo, started: float) -> RunResult:
         raise ValueError(f"batch {info.batch_id} reuses the attempts of {info.attempts_from}, "
                          "which are gone; evaluate with --new-batch")
     final = store.artifact(info.partition_key, info.batch_id, "attempts.parquet")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(f".{final.name}.tmp")
-    shutil.copyfile(src, tmp)
-    tmp.replace(final)
+    with atomic_path(final) as tmp:
+        shutil.copyfile(src, tmp)
     n = count_records(final)
     info = info.model_copy(update={
         "status": "complete", "counts": dict(source.counts), "provider_calls": 0,

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from sqleval_pipeline.golden.model import Case
-from sqleval_pipeline.textfiles import BadJsonLine, json_lines
+from sqleval_pipeline.textfiles import BadJsonLine, json_lines, write_atomically
 
 
 @dataclass
@@ -139,6 +138,4 @@ def load_golden(*paths: Path, difficulties: tuple[str, ...] | None = None,
 def write_cases(path: Path, cases: list[Case]) -> None:
     """Rewrite a golden file atomically, one case per line, in the given order."""
     text = "".join(c.to_json_line() + "\n" for c in cases)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, text)

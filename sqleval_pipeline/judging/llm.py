@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -56,6 +54,7 @@ from sqleval_pipeline.providers.env import env_value
 from sqleval_pipeline.providers.errors import ProviderError, truncate_raw
 from sqleval_pipeline.providers.retry import call_with_retries
 from sqleval_pipeline.records import FAILURE_CATEGORIES, Diagnosis, Execution, FailureCategory
+from sqleval_pipeline.textfiles import write_atomically
 
 __all__ = [
     "DEFAULT_PROMPT_PATH", "MAX_SAMPLE_ROWS", "API_KEY_ENV", "JudgeSetupError", "JudgeVerdict",
@@ -343,10 +342,7 @@ class LLMJudge:
         f = self._cache_file(prompt)
         if f is None:
             return
-        f.parent.mkdir(parents=True, exist_ok=True)
-        tmp = f.with_name(f".{f.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(verdict.model_dump_json(), encoding="utf-8")
-        tmp.replace(f)
+        write_atomically(f, verdict.model_dump_json())
 
     def diagnose_all(self, items: Iterable[JudgeInput], *, concurrency: int = 4
                      ) -> tuple[list[Diagnosis], list[tuple[AttemptKeyTuple, ProviderError]]]:

@@ -40,6 +40,7 @@ from sqleval_pipeline.scoring.scorecard import (
     Scorecard,
     power_analysis,
 )
+from sqleval_pipeline.textfiles import write_atomically
 
 DIFF_SCHEMA = "sqleval.diff/1"
 
@@ -133,10 +134,7 @@ class Diff(BaseModel):
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-        tmp.write_text(self.to_json(), encoding="utf-8")
-        tmp.replace(p)  # atomic: a crash never leaves half a file
+        write_atomically(p, self.to_json())  # a crash never leaves half a file
         return p
 
 

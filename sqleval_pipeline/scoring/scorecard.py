@@ -48,6 +48,7 @@ from pydantic import BaseModel, Field
 from sqleval_pipeline.golden.model import BANDS, DIFFICULTIES, SPLITS
 from sqleval_pipeline.records import Diagnosis, Grade
 from sqleval_pipeline.scoring import stats
+from sqleval_pipeline.textfiles import write_atomically
 
 SCORECARD_SCHEMA = "sqleval.scorecard/1"
 POWER_DELTAS = (0.03, 0.05, 0.10)
@@ -332,10 +333,7 @@ class Scorecard(BaseModel):
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-        tmp.write_text(self.to_json(), encoding="utf-8")
-        tmp.replace(p)  # atomic: a crash never leaves half a file
+        write_atomically(p, self.to_json())  # a crash never leaves half a file
         return p
 
     @classmethod
