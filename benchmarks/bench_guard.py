@@ -39,7 +39,8 @@ import duckdb
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sqleval_pipeline import paths  # noqa: E402
+from sqleval_pipeline.demo import location  # noqa: E402
+from sqleval_pipeline.project import load_project  # noqa: E402
 from sqleval_pipeline import snapshot as snap  # noqa: E402
 from sqleval_pipeline.golden import load_golden  # noqa: E402
 from sqleval_pipeline.guard.clock import pin_clock  # noqa: E402
@@ -53,12 +54,12 @@ def pct(values: list[float], q: float) -> float:
 
 
 def resolve(snapshot: Path | None):
-    pinned = snap.read_pinned(paths.SNAPSHOT_MANIFEST_DIR)
+    pinned = snap.read_pinned(location.SNAPSHOT_MANIFEST_DIR)
     if snapshot is None:
         if pinned is None:
             sys.exit("no pinned snapshot; pass --snapshot")
-        snapshot = snap.serving_path(paths.home().snapshot_dir, pinned)
-    mpath = snap.manifest_path(paths.SNAPSHOT_MANIFEST_DIR, snapshot.stem)
+        snapshot = snap.serving_path(load_project(location.REPO_ROOT).home.snapshot_dir, pinned)
+    mpath = snap.manifest_path(location.SNAPSHOT_MANIFEST_DIR, snapshot.stem)
     if mpath.exists():
         return snapshot, snap.SnapshotManifest.from_file(mpath).as_of
     from sqleval_pipeline.demo.rawgen import AS_OF
@@ -110,7 +111,7 @@ def main() -> None:
     args = ap.parse_args()
 
     path, as_of = resolve(args.snapshot)
-    sqls = [c.reference_sql for c in load_golden(paths.GOLDEN_DIR).cases if c.reference_sql]
+    sqls = [c.reference_sql for c in load_golden(location.GOLDEN_DIR).cases if c.reference_sql]
     pinned = [pin_clock(s, as_of) for s in sqls]
     out: dict = {"snapshot": str(path), "queries": len(sqls), "repeat": args.repeat}
 

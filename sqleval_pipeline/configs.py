@@ -29,7 +29,6 @@ from pydantic import (
     model_validator,
 )
 
-from sqleval_pipeline import paths
 from sqleval_pipeline.textfiles import parse_yaml
 
 log = logging.getLogger(__name__)
@@ -178,7 +177,7 @@ class Configuration(_Strict):
 
     # --- files the configuration depends on ---------------------------------------------
 
-    def referenced_files(self, root: Path = paths.REPO_ROOT) -> dict[str, Path]:
+    def referenced_files(self, root: Path) -> dict[str, Path]:
         """Files (relative to the project directory ``root``) whose text is part of the
         version. The glossary is versioned by its content instead (:func:`config_version`)."""
         files: dict[str, Path] = {}
@@ -266,7 +265,7 @@ def canonical_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def config_version(config: Configuration, root: Path = paths.REPO_ROOT,
+def config_version(config: Configuration, root: Path,
                    glossary_digest: str | None = None) -> str:
     """8 hex digits over the canonical configuration, the text of its referenced files and,
     with curation on, the content of the glossary it feeds (``glossary_digest``).

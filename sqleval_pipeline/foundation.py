@@ -77,12 +77,13 @@ def sensitive_names(project: Project, selection: dbt.ServedSelection | None = No
 
 
 def hostile_suite(project: Project, manifest: snap.SnapshotManifest,
-                  files: list[Path] | None = None) -> tuple[list, list[tuple[str, str]]]:
+                  files: list[Path] | None = None) -> tuple[list, list[tuple[str, str]], list[str]]:
     """The hostile cases of a project: the bundled templates (or the project's own files, or
     ``files``) instantiated over its served tables and its sensitive relations. Returns
-    (cases, templates not instantiated with the reason)."""
+    (cases, templates not instantiated with the reason, instantiation notes — e.g. an
+    ``{absent:STEM}`` name drawn as ``STEM_1`` because the project serves ``STEM``)."""
     from sqleval_pipeline.guard import hostile
 
     result = hostile.project_suite(manifest, sensitive_names(project),
                                    files=files or project.hostile_files)
-    return list(result.cases), list(result.skipped)
+    return list(result.cases), list(result.skipped), list(result.notes)

@@ -12,7 +12,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sqleval_pipeline.paths import GLOSSARY_PATH
 from sqleval_pipeline.textfiles import parse_yaml
 
 import hashlib
@@ -49,7 +48,7 @@ class GlossaryError(ValueError):
     pass
 
 
-def load_glossary(path: Path = GLOSSARY_PATH) -> Glossary:
+def load_glossary(path: Path) -> Glossary:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -1,17 +1,11 @@
-"""Where things live. Build outputs go under ``SQLEVAL_HOME`` (default ``<repo>/.sqleval``)."""
+"""The layout of a project's build directory (``paths.build`` of ``sqleval.yaml``, or
+``SQLEVAL_HOME``): everything here can be deleted and rebuilt. Where the build directory is
+comes from the :class:`~sqleval_pipeline.project.Project`, never from this package's location."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DBT_PROJECT_DIR = REPO_ROOT / "dbt_project"
-EVALS_DIR = REPO_ROOT / "evals"
-GOLDEN_DIR = EVALS_DIR / "golden"
-SNAPSHOT_MANIFEST_DIR = REPO_ROOT / "snapshots"
-GLOSSARY_PATH = DBT_PROJECT_DIR / "glossary.yml"
 
 
 @dataclass(frozen=True)
@@ -40,8 +34,3 @@ class Home:
     @property
     def dagster_home(self) -> Path:
         return self.root / "dagster_home"
-
-
-def home() -> Home:
-    root = Path(os.environ.get("SQLEVAL_HOME", REPO_ROOT / ".sqleval")).resolve()
-    return Home(root)

@@ -7,7 +7,8 @@ two projects never share pins, golden sets or build outputs.
 
 Which project a command works on: ``--project DIR`` (or a ``sqleval.yaml`` path), else the
 ``SQLEVAL_PROJECT`` environment variable, else the current directory when it holds a
-``sqleval.yaml``, else the bundled demo.
+``sqleval.yaml``, else (in a checkout of the repository only) the bundled demo. An installed
+wheel has no default project: ``sqleval init`` makes one, ``sqleval demo DIR`` writes the demo.
 
 >>> spec = ProjectSpec.model_validate({"name": "x", "as_of": "2024-06-30"})
 >>> spec.dbt.warehouse, spec.serve.schema_name, spec.validation, spec.paths.golden
@@ -26,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sqleval_pipeline import paths
+from sqleval_pipeline.demo.location import checkout_project
 from sqleval_pipeline.textfiles import parse_yaml
 
 PROJECT_FILE = "sqleval.yaml"
@@ -197,10 +199,6 @@ class Project:
     def as_of(self) -> dt.date:
         return self.spec.as_of
 
-    @property
-    def is_bundled_demo(self) -> bool:
-        return self.file == (paths.REPO_ROOT / PROJECT_FILE).resolve()
-
     # --- dbt ----------------------------------------------------------------------------
     @property
     def dbt_project_dir(self) -> Path:
@@ -346,7 +344,6 @@ def load_project(location: Path | str) -> Project:
     return Project(spec, file)
 
 
-BUNDLED_DEMO = paths.REPO_ROOT / PROJECT_FILE
 _selected: Path | None = None
 
 
@@ -367,7 +364,12 @@ def locate() -> Path:
     here = Path.cwd() / PROJECT_FILE
     if here.exists():
         return here
-    return BUNDLED_DEMO
+    demo = checkout_project()
+    if demo is None:
+        raise ProjectError(f"no {PROJECT_FILE} in {Path.cwd()} and no --project: create a project "
+                           f"with `sqleval init DIR --dbt-project PATH`, or write the demo with "
+                           f"`sqleval demo DIR`, then pass --project DIR (or cd into it)")
+    return demo
 
 
 from functools import lru_cache  # noqa: E402

@@ -33,7 +33,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from sqleval_pipeline import paths
 from sqleval_pipeline.textfiles import write_atomically
 
 
@@ -102,8 +101,8 @@ class Store:
     """The local store, and (``remote``) the shared copy finished batches are published to
     and fetched from (:mod:`sqleval_pipeline.storage`)."""
 
-    def __init__(self, root: Path | None = None, remote=None):
-        self.root = root or paths.home().store
+    def __init__(self, root: Path, remote=None):
+        self.root = root
         self.remote = remote
 
     def publish(self, info: BatchInfo) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.demo.load import load_raw
@@ -21,7 +22,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 
 def demo_tables() -> list[str]:
     """The tables the bundled demo project serves (from its committed pinned manifest)."""
-    manifest_dir = paths.REPO_ROOT / "snapshots"
+    manifest_dir = location.REPO_ROOT / "snapshots"
     sid = snap.read_pinned(manifest_dir)
     return sorted(snap.SnapshotManifest.from_file(snap.manifest_path(manifest_dir, sid)).tables)
 
@@ -84,9 +85,9 @@ def run_dbt(args: list[str], warehouse: Path, target: Path) -> subprocess.Comple
     exe = Path(sys.executable).parent / "dbt"
     env = {**os.environ, "SQLEVAL_WAREHOUSE": str(warehouse)}
     return subprocess.run(
-        [str(exe), *args, "--project-dir", str(paths.DBT_PROJECT_DIR), "--profiles-dir",
-         str(paths.DBT_PROJECT_DIR), "--target-path", str(target), "--log-path", str(target / "logs")],
-        cwd=paths.DBT_PROJECT_DIR, env=env, capture_output=True, text=True, check=False,
+        [str(exe), *args, "--project-dir", str(location.DBT_PROJECT_DIR), "--profiles-dir",
+         str(location.DBT_PROJECT_DIR), "--target-path", str(target), "--log-path", str(target / "logs")],
+        cwd=location.DBT_PROJECT_DIR, env=env, capture_output=True, text=True, check=False,
     )
 
 
@@ -108,7 +109,7 @@ def serving_snapshot(built_warehouse, tmp_path_factory) -> BuiltSnapshot:
     from sqleval_pipeline.validation import load_suites, validate_tables
 
     manifest_dir = tmp_path_factory.mktemp("snapshot_manifests")
-    suites = load_suites(paths.REPO_ROOT / "dbt_project" / "expectations.yml")
+    suites = load_suites(location.REPO_ROOT / "dbt_project" / "expectations.yml")
     manifest = snap.freeze_snapshot(
         built_warehouse.warehouse, built_warehouse.snapshot_dir, manifest_dir, AS_OF,
         validator=lambda path, schema: validate_tables(path, suites, schema),

@@ -1,6 +1,6 @@
 from typer.testing import CliRunner
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.cli import app
 
 runner = CliRunner()
@@ -61,7 +61,7 @@ def test_run_with_a_broken_configuration_names_the_field(tmp_path):
 def test_run_refuses_fewer_runs_than_the_floor():
     from sqleval_pipeline import paths
 
-    result = runner.invoke(app, ["run", "-c", str(paths.EVALS_DIR / "configs" / "baseline_raw.yaml"),
+    result = runner.invoke(app, ["run", "-c", str(location.EVALS_DIR / "configs" / "baseline_raw.yaml"),
                                  "--runs", "1"])
     assert result.exit_code == 1
     assert "below the floor of 3" in " ".join(result.output.split())
@@ -81,13 +81,13 @@ def test_run_exits_1_when_the_regression_gate_fails(serving_snapshot, tmp_path, 
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
     configs = tmp_path / "configs"
     configs.mkdir()
-    good = yaml.safe_load((paths.EVALS_DIR / "configs" / "baseline_curated.yaml").read_text())
+    good = yaml.safe_load((location.EVALS_DIR / "configs" / "baseline_curated.yaml").read_text())
     good.update(name="good", baseline=None)
-    bad = yaml.safe_load((paths.EVALS_DIR / "configs" / "baseline_raw.yaml").read_text())
+    bad = yaml.safe_load((location.EVALS_DIR / "configs" / "baseline_raw.yaml").read_text())
     bad.update(name="worse", baseline="good")
     (configs / "good.yaml").write_text(yaml.safe_dump({k: v for k, v in good.items() if v is not None}))
     (configs / "worse.yaml").write_text(yaml.safe_dump(bad))
-    shutil.copy(paths.EVALS_DIR / "decisions.yaml", configs / "decisions.yaml")
+    shutil.copy(location.EVALS_DIR / "decisions.yaml", configs / "decisions.yaml")
     cases = "com-012,com-013,com-018,com-001"  # the curated baseline answers these, the raw one not all
     first = runner.invoke(app, ["run", "-c", str(configs / "good.yaml"), "--cases", cases])
     assert first.exit_code == 0, first.output

@@ -7,6 +7,7 @@ import dagster as dg
 import pytest
 import yaml
 
+from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline import snapshot as snap
 
@@ -26,7 +27,7 @@ def test_definitions_load_with_the_expected_assets():
             "raw/orders", "hr/salaries", "pii/customer_contacts"} <= keys
     snapshot_parents = {k.to_user_string() for k in graph.get(dg.AssetKey("serving_snapshot")).parent_keys}
     # the snapshot depends on exactly the served models (the demo serves path:models/marts)
-    marts = {f"marts/{p.stem}" for p in (paths.REPO_ROOT / "dbt_project" / "models" / "marts").glob("*.sql")}
+    marts = {f"marts/{p.stem}" for p in (location.REPO_ROOT / "dbt_project" / "models" / "marts").glob("*.sql")}
     assert snapshot_parents == marts
     def group(key: str) -> str:
         return graph.get(dg.AssetKey(key.split("/"))).group_name
@@ -43,10 +44,10 @@ def test_workspace_points_at_the_definitions():
 
     import yaml
 
-    doc = yaml.safe_load((paths.REPO_ROOT / "workspace.yaml").read_text())
+    doc = yaml.safe_load((location.REPO_ROOT / "workspace.yaml").read_text())
     (entry,) = doc["load_from"]
     target = entry["python_module"]
-    assert (paths.REPO_ROOT / target.get("working_directory", ".")).resolve() == paths.REPO_ROOT.resolve()
+    assert (location.REPO_ROOT / target.get("working_directory", ".")).resolve() == location.REPO_ROOT.resolve()
     with dg.instance_for_test():
         module = importlib.import_module(target["module_name"])
         defs = getattr(module, target["attribute"])
@@ -59,13 +60,13 @@ def test_foundation_materializes_through_dagster(tmp_path, monkeypatch):
     from sqleval_pipeline.orchestrate import FOUNDATION_GROUPS, materialize
 
     manifests = tmp_path / "manifests"
-    shutil.copytree(paths.SNAPSHOT_MANIFEST_DIR, manifests)
+    shutil.copytree(location.SNAPSHOT_MANIFEST_DIR, manifests)
     home = paths.Home(tmp_path / "home")
     monkeypatch.setenv("SQLEVAL_HOME", str(home.root))  # the demo project's build dir here
     summary = materialize(FOUNDATION_GROUPS,
                           {"ops": {"guardrail_suite": {"config": {"timeout_s": 1.0}}}},
                           manifest_dir=str(manifests))
-    pinned = snap.read_pinned(paths.SNAPSHOT_MANIFEST_DIR)
+    pinned = snap.read_pinned(location.SNAPSHOT_MANIFEST_DIR)
     assert summary.materialized["serving_snapshot"]["snapshot_id"] == pinned
     assert summary.materialized["golden_set"]["cases"] >= 60
     assert "marts/fct_orders" in summary.materialized
@@ -111,11 +112,11 @@ def test_foundation_materializes_through_dagster(tmp_path, monkeypatch):
 
     # 2. a golden case whose frozen result no longer reproduces: golden_set fails, naming it
     proj = tmp_path / "project"
-    shutil.copytree(paths.REPO_ROOT / "evals", proj / "evals")
-    spec = yaml.safe_load((paths.REPO_ROOT / "sqleval.yaml").read_text())
-    spec["dbt"]["project_dir"] = str(paths.REPO_ROOT / "dbt_project")
-    spec["validation"] = str(paths.REPO_ROOT / spec["validation"])
-    spec["paths"].update(glossary=str(paths.REPO_ROOT / spec["paths"]["glossary"]), snapshots=str(manifests),
+    shutil.copytree(location.REPO_ROOT / "evals", proj / "evals")
+    spec = yaml.safe_load((location.REPO_ROOT / "sqleval.yaml").read_text())
+    spec["dbt"]["project_dir"] = str(location.REPO_ROOT / "dbt_project")
+    spec["validation"] = str(location.REPO_ROOT / spec["validation"])
+    spec["paths"].update(glossary=str(location.REPO_ROOT / spec["paths"]["glossary"]), snapshots=str(manifests),
                          build=str(home.root))
     (proj / "sqleval.yaml").write_text(yaml.safe_dump(spec))
     golden = proj / "evals" / "golden" / "commerce.jsonl"

@@ -7,6 +7,7 @@ import dagster as dg
 import pytest
 
 from sqleval_pipeline import evaluation as ev
+from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline.configs import load_config
 from sqleval_pipeline.records import Attempt, Execution, Grade, load_records
@@ -14,7 +15,7 @@ from sqleval_pipeline.records import Attempt, Execution, Grade, load_records
 
 
 def test_stages_chain_and_persist(env):
-    loaded = load_config(paths.EVALS_DIR / "configs" / "baseline_curated.yaml")
+    loaded = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
     res = ev.evaluate(env, loaded, case_ids=["com-012", "com-055", "com-028"], runs=3)
     folder = env.store.batch_dir(loaded.partition_key, res.batch.batch_id)
     attempts = load_records(folder / "attempts.parquet", Attempt)
@@ -38,8 +39,8 @@ def test_a_changed_configuration_is_refused_by_its_old_key(env):
 
 
 def test_gate_compares_against_the_configured_baseline(env):
-    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
-    cur = load_config(paths.EVALS_DIR / "configs" / "baseline_curated.yaml")
+    raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    cur = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
     ids = ["com-012", "com-013", "com-018", "com-001", "com-055"]
     ev.evaluate(env, raw, case_ids=ids)
     res = ev.evaluate(env, cur, case_ids=ids)
@@ -61,7 +62,7 @@ def test_partitioned_assets_materialize_through_dagster(serving_snapshot, tmp_pa
     home.root.mkdir()
     (home.root / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
     monkeypatch.setenv("SQLEVAL_HOME", str(home.root))  # the project's build dir for this test
-    loaded = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    loaded = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     summary = materialize(
         EVALUATION_GROUPS,
         {"ops": {"eval_attempts": {"config": {"case_ids": ["com-001", "com-012", "com-055"]}}}},
@@ -195,8 +196,8 @@ def test_a_baseline_graded_by_an_older_grader_is_regraded_not_compared(env):
     from sqleval_pipeline.records import save_records
     from sqleval_pipeline.scoring import load_scorecard
 
-    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
-    cur = load_config(paths.EVALS_DIR / "configs" / "baseline_curated.yaml")
+    raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    cur = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
     ids = ["com-012", "com-001"]
     first = ev.evaluate(env, raw, case_ids=ids)
     folder = env.store.batch_dir(raw.partition_key, first.batch.batch_id)
@@ -224,8 +225,8 @@ def test_two_candidates_gating_against_one_old_baseline_at_once(env):
     from sqleval_pipeline.records import save_records
     from sqleval_pipeline.scoring import load_scorecard
 
-    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
-    cur = load_config(paths.EVALS_DIR / "configs" / "baseline_curated.yaml")
+    raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    cur = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
     ids = ["com-012", "com-001", "com-018"]
     first = ev.evaluate(env, raw, case_ids=ids)
     folder = env.store.batch_dir(raw.partition_key, first.batch.batch_id)
@@ -269,7 +270,7 @@ def test_a_changed_guard_policy_executes_again_in_a_new_batch(env, monkeypatch):
     old batch is untouched and the diff says the policies differ."""
     from sqleval_pipeline.scoring import diff
 
-    loaded = load_config(paths.EVALS_DIR / "configs" / "baseline_curated.yaml")
+    loaded = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
     ids = ["com-012", "com-001", "com-028"]
     first = ev.evaluate(env, loaded, case_ids=ids)
     folder = env.store.batch_dir(loaded.partition_key, first.batch.batch_id)
@@ -307,7 +308,7 @@ def test_a_changed_guard_policy_executes_again_in_a_new_batch(env, monkeypatch):
 def test_failures_are_diagnosed_and_judges_calibrated_against_labels(env):
     from sqleval_pipeline.records import Diagnosis
 
-    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     ids = ["com-008", "com-012", "com-018", "com-001"]  # three labelled failures, one success
     res = ev.evaluate(env, raw, case_ids=ids)
     folder = env.store.batch_dir(raw.partition_key, res.batch.batch_id)
@@ -397,7 +398,7 @@ def test_an_unrelated_broken_configuration_does_not_stop_another(env, tmp_path):
 
     configs = tmp_path / "configs"
     configs.mkdir()
-    shutil.copy(paths.EVALS_DIR / "configs" / "baseline_raw.yaml", configs / "raw.yaml")
+    shutil.copy(location.EVALS_DIR / "configs" / "baseline_raw.yaml", configs / "raw.yaml")
     (configs / "broken.yaml").write_text("name: broken\ngenerator: {kind: recorded, path: missing.jsonl}\n"
                                          "runs: 1\n")
     env2 = dataclasses.replace(env, configs_dir=configs)
@@ -419,12 +420,12 @@ def test_the_llm_judge_runs_inside_stage_diagnoses(env, tmp_path, monkeypatch):
     from sqleval_pipeline.records import Diagnosis
     from tests.generation.fakes import FakeAnthropic, text
 
-    doc = yaml.safe_load((paths.EVALS_DIR / "configs" / "baseline_raw.yaml").read_text())
+    doc = yaml.safe_load((location.EVALS_DIR / "configs" / "baseline_raw.yaml").read_text())
     doc.update(name="raw-llm-judged", judge="llm", judge_model="claude-opus-4-1")
     doc.pop("baseline", None)
     cfg = tmp_path / "raw_llm.yaml"
     cfg.write_text(yaml.safe_dump(doc))
-    loaded = load_config(cfg, root=paths.REPO_ROOT)
+    loaded = load_config(cfg, root=location.REPO_ROOT)
     ids = ["com-008", "com-012", "com-001"]  # two failing cases, one success (the offline baseline)
     verdict = text(json.dumps({"category": "wrong_filter", "explanation": "filters the wrong coded value"}))
     with FakeAnthropic(default=verdict) as fake:
@@ -451,7 +452,7 @@ def test_the_llm_judge_runs_inside_stage_diagnoses(env, tmp_path, monkeypatch):
 def test_a_second_batch_of_one_version_is_compared_with_the_first(env):
     """Drift: a fresh batch of an unchanged version is compared with the previous batch, and
     nothing but the batch is named as changed; the earlier batch's files are not touched."""
-    loaded = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    loaded = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     ids = sorted(c.id for c in env.cases)[:3]  # any three cases of the golden set
     first = ev.evaluate(env, loaded, case_ids=ids)
     kinds = {c.kind: c for c in first.report.comparisons}
@@ -477,8 +478,8 @@ def test_a_baseline_holding_a_case_removed_since_is_compared_on_the_cases_both_h
     from sqleval_pipeline.records import save_records
     from sqleval_pipeline.scoring import load_scorecard
 
-    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
-    cur = load_config(paths.EVALS_DIR / "configs" / "baseline_curated.yaml")
+    raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    cur = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
     first = ev.evaluate(env, raw, case_ids=["com-012", "com-001"])
     folder = env.store.batch_dir(raw.partition_key, first.batch.batch_id)
     # an older grader, so the candidate's comparison re-grades the baseline's attempts

@@ -1,5 +1,6 @@
 import sqlglot
 
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.glossary import GlossaryError, load_glossary
 from sqleval_pipeline.guard.clock import pin_clock
 
@@ -7,7 +8,7 @@ import pytest
 
 
 def test_glossary_loads_and_covers_the_traps():
-    g = load_glossary()
+    g = load_glossary(location.GLOSSARY_PATH)
     names = {t.term for t in g.terms}
     assert {"completed orders", "net revenue", "gross revenue", "UPI", "active customers",
             "premium customers", "last month", "last 30 days"} <= names
@@ -18,7 +19,7 @@ def test_glossary_loads_and_covers_the_traps():
 def test_every_glossary_expression_runs_on_the_snapshot(serving_snapshot):
     from sqleval_pipeline.snapshot import open_readonly
 
-    g = load_glossary()
+    g = load_glossary(location.GLOSSARY_PATH)
     con = open_readonly(serving_snapshot.path)
     try:
         for t in g.terms:
@@ -54,7 +55,7 @@ def test_key_terms_compute_what_their_definitions_say(serving_snapshot):
     from sqleval_pipeline.snapshot import open_readonly
 
     as_of = serving_snapshot.manifest.as_of
-    terms = {t.term: t for t in load_glossary().terms}
+    terms = {t.term: t for t in load_glossary(location.GLOSSARY_PATH).terms}
     con = open_readonly(serving_snapshot.path)
     cols = ["order_id", "customer_id", "order_date", "status", "payment_method", "net_revenue_inr",
             "gross_revenue_inr"]

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.cli import app
 
 runner = CliRunner()
@@ -51,7 +51,7 @@ def test_an_in_place_edit_that_makes_things_worse_is_caught_and_traced(serving_s
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
     configs = tmp_path / "configs"
     configs.mkdir()
-    doc = yaml.safe_load((paths.EVALS_DIR / "configs" / "baseline_curated.yaml").read_text())
+    doc = yaml.safe_load((location.EVALS_DIR / "configs" / "baseline_curated.yaml").read_text())
     doc = {k: v for k, v in doc.items() if k != "baseline"} | {"name": "walk"}
     path = configs / "walk.yaml"
     path.write_text(yaml.safe_dump(doc))

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from sqleval_pipeline import evaluation as ev
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.configs import load_config
 from sqleval_pipeline.records import Grade, load_records
 from sqleval_pipeline.storage import Remote
@@ -26,7 +26,7 @@ def configs(tmp_path):
     for src, name, extra in (("baseline_raw.yaml", "raw-copy", ""),
                              ("baseline_curated.yaml", "curated-copy", ""),
                              ("baseline_raw.yaml", "raw-four-runs", "runs: 4")):
-        text = (paths.EVALS_DIR / "configs" / src).read_text()
+        text = (location.EVALS_DIR / "configs" / src).read_text()
         text = "\n".join(line for line in text.splitlines()
                          if not line.startswith(("name:", "baseline:") + (("runs:",) if extra else ())))
         f = tmp_path / f"{name}.yaml"

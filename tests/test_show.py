@@ -21,6 +21,7 @@ import yaml
 from typer.testing import CliRunner
 
 from sqleval_pipeline import evaluation as ev
+from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline import project as proj
 from sqleval_pipeline.cli import app
@@ -49,7 +50,7 @@ def cell(v) -> str:
 
 def golden_cases() -> dict[str, dict]:
     out = {}
-    for f in sorted(paths.GOLDEN_DIR.glob("*.jsonl")):
+    for f in sorted(location.GOLDEN_DIR.glob("*.jsonl")):
         for line in f.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 c = json.loads(line)
@@ -86,17 +87,17 @@ def evaluated(serving_snapshot, tmp_path_factory):
     home = tmp / "home"
     home.mkdir()
     (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
-    demo = proj.load_project(paths.REPO_ROOT)
+    demo = proj.load_project(location.REPO_ROOT)
     env = ev.environment(demo, home=paths.Home(home))
-    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml", project=demo)
+    raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml", project=demo)
     raw_batch = ev.evaluate(env, raw).batch.batch_id
 
     # the copied project: same snapshot, guard and data, its own golden set and configs
     root = tmp / "project"
     (root / "golden").mkdir(parents=True)
     (root / "configs").mkdir()
-    spec = yaml.safe_load((paths.REPO_ROOT / "sqleval.yaml").read_text())
-    repo = paths.REPO_ROOT
+    spec = yaml.safe_load((location.REPO_ROOT / "sqleval.yaml").read_text())
+    repo = location.REPO_ROOT
     spec["dbt"]["project_dir"] = str(repo / spec["dbt"]["project_dir"])
     spec["validation"] = str(repo / spec["validation"])
     spec["paths"] = {k: str(repo / v) for k, v in spec["paths"].items()}
@@ -183,7 +184,7 @@ def test_a_passing_case_by_configuration_file(evaluated):
     home, key, batch = evaluated["home"], evaluated["raw"], evaluated["raw_batch"]
     grades = stored(home, key, batch, "grades.parquet")
     case_id = _pick(grades, stored(home, key, batch, "diagnoses.parquet"), failing=False)
-    result = show(home, case_id, "-c", str(paths.EVALS_DIR / "configs" / "baseline_raw.yaml"))
+    result = show(home, case_id, "-c", str(location.EVALS_DIR / "configs" / "baseline_raw.yaml"))
     assert result.exit_code == 0, result.output
     out = flat(result.output)
     assert out.count("CORRECT") >= 3 and "WRONG" not in out and "mismatch" not in out
@@ -209,7 +210,7 @@ def _paths(doc: dict, prefix: str = "") -> set[str]:
 
 
 def _documented() -> tuple[set[str], set[str]]:
-    text = (paths.REPO_ROOT / "docs" / "cases.md").read_text()
+    text = (location.REPO_ROOT / "docs" / "cases.md").read_text()
     keys = re.findall(r"^\| `([^`]+)` \|", text.split("## `--json`", 1)[1], flags=re.M)
     result = {k.removeprefix("<result>.") for k in keys if k.startswith("<result>.")}
     return {k for k in keys if not k.startswith("<result>.")}, result
@@ -385,7 +386,7 @@ def test_no_batch_yet_or_no_complete_batch_names_the_run_command(serving_snapsho
     assert "no batch yet for baseline-raw@" in out and "sqleval run -c" in out
     assert "baseline_raw.yaml" in out
     # an unfinished batch: not picked by default, and said to be unfinished when asked for
-    key = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml").partition_key
+    key = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml").partition_key
     batch_id = "b20250101T000000Z-0000"
     folder = home / "store" / "runs" / key / batch_id
     folder.mkdir(parents=True)

@@ -100,7 +100,7 @@ def test_a_batch_without_sql_attempts_stores_an_empty_twin_not_an_error(env, tmp
     from sqleval_pipeline.generation.baseline import BaselineGenerator
     from sqleval_pipeline.generation.base import GenerationOutput
 
-    raw = load_config(paths.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     env = dataclasses.replace(env)
     plain = BaselineGenerator.generate
     BaselineGenerator.generate = lambda self, ctx: GenerationOutput(kind="refusal", refusal_reason="no")

@@ -31,6 +31,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 
 pytestmark = pytest.mark.slow
@@ -335,7 +336,7 @@ class Webserver:
 
 def start_webserver(home: Path, dagster_home: Path, logs: Path) -> Webserver:
     port = free_port()
-    repo = paths.REPO_ROOT
+    repo = location.REPO_ROOT
     bin_dir = Path(sys.executable).parent
     python_path = [str(repo), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     env = {
@@ -497,7 +498,7 @@ def ui_home(serving_snapshot, tmp_path, monkeypatch):
         "run_coordinator:\n  module: dagster._core.run_coordinator\n"
         "  class: DefaultRunCoordinator\n")
     monkeypatch.setenv("SQLEVAL_HOME", str(home))
-    monkeypatch.setenv("SQLEVAL_PROJECT", str(paths.REPO_ROOT / "sqleval.yaml"))
+    monkeypatch.setenv("SQLEVAL_PROJECT", str(location.REPO_ROOT / "sqleval.yaml"))
     monkeypatch.setenv("DAGSTER_HOME", str(dagster_home))
     return home, dagster_home
 

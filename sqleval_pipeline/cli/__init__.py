@@ -1,21 +1,28 @@
 """The ``sqleval`` command line. Long work materializes the same Dagster assets the UI shows.
 
 Every command works on one sqleval project: ``--project DIR`` (or ``SQLEVAL_PROJECT``), else
-the ``sqleval.yaml`` of the current directory, else the bundled demo."""
+the ``sqleval.yaml`` of the current directory, else (in a checkout) the bundled demo."""
 
 from __future__ import annotations
 
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from sqleval_pipeline.cli import build as build_cmds
-from sqleval_pipeline.cli import evaluate, golden, init, report, show, ui
+from sqleval_pipeline.cli import demo, evaluate, golden, init, report, show, ui
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Evaluate a text-to-SQL system on pinned data, with hard guardrails.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"sqleval {version('sqleval_pipeline')}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -24,6 +31,8 @@ def _options(
         "--project", "-p", envvar="SQLEVAL_PROJECT",
         help="sqleval project directory (or its sqleval.yaml). Default: ./sqleval.yaml, else "
              "the bundled demo")] = None,
+    _version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                           help="Print the installed version and exit")] = False,
 ) -> None:
     from sqleval_pipeline import project as proj
 
@@ -40,7 +49,7 @@ def _options(
 app.command("init")(init.init)
 app.command("build")(build_cmds.build)
 app.command("run")(evaluate.run)
-app.command("demo")(evaluate.demo)
+app.command("demo")(demo.demo)
 app.command("show")(show.show)
 app.command("report")(report.report)
 app.command("export")(report.export)

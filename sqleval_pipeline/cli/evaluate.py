@@ -1,4 +1,4 @@
-"""``sqleval run`` (one configuration) and ``sqleval demo`` (the project end to end)."""
+"""``sqleval run``: one configuration evaluated, its scorecard and gate shown."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from sqleval_pipeline.cli.common import console, err, fail, print_summary, proje
 OFFLINE_GENERATORS = frozenset({"baseline", "recorded"})
 
 
-def _environment():
+def environment_or_fail():
     from sqleval_pipeline import evaluation as ev
 
     try:
@@ -37,7 +37,7 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None) -> bool
         scorecard_markdown,
     )
 
-    env = _environment()
+    env = environment_or_fail()
     card, batch = ev.latest_scorecard(env, partition_key)
     if card is None:
         fail(f"no scorecard for {partition_key}")
@@ -138,46 +138,3 @@ def run(
     if not show_evaluation(loaded.partition_key, markdown=report):
         fail("regression gate failed (comparisons above) and no decision in "
              f"{proj.decisions_path} accepts it; `sqleval show CASE -c {config}` shows a case")
-
-
-def demo() -> None:
-    """The project end to end with no key and no network (on the bundled demo: `make demo`):
-    build the warehouse and the pinned snapshot, verify the golden set, run the guardrails,
-    then evaluate every active configuration (baselines first) and gate each against its
-    baseline, then calibrate the judges."""
-    from sqleval_pipeline import evaluation as ev
-    from sqleval_pipeline.configs import load_configs
-    from sqleval_pipeline.judging.calibration import CalibrationReport
-    from sqleval_pipeline.orchestrate import EVALUATION_GROUPS, FOUNDATION_GROUPS, JUDGING_GROUPS
-    from sqleval_pipeline.reporting.calibration import render_calibration
-
-    from sqleval_pipeline.cli.golden import golden_stats
-
-    proj = project()
-    summary = run_assets(FOUNDATION_GROUPS)
-    print_summary(summary, f"sqleval demo ({proj.name}): foundation")
-    golden_stats(None, False)
-    configs = [c for c in load_configs(project=proj) if c.config.active]
-    names = {c.name for c in configs}
-    configs.sort(key=lambda c: (c.config.baseline in names, c.name))  # baselines first
-    for loaded in configs:
-        console.rule(f"evaluating {loaded.partition_key}")
-        s = run_assets(EVALUATION_GROUPS, partition_key=loaded.partition_key, show_progress=True,
-                       reported_checks=frozenset({"eval_gate:regression_gate"}), tags=loaded.run_tags)
-        console.print(f"Dagster run {s.run_id[:8]} in {s.seconds:.1f} s")
-        ok = show_evaluation(loaded.partition_key,
-                             markdown=proj.home.root / "reports" / f"{loaded.name}.md")
-        if not ok:
-            fail(f"regression gate failed for {loaded.partition_key}")
-    console.rule(f"judge calibration against human labels ({proj.labels_dir})")
-    run_assets(JUDGING_GROUPS)
-    stored = ev.calibration_path(_environment())
-    if stored.exists():  # written by the judge_calibration asset that just ran
-        render_calibration(CalibrationReport.model_validate_json(stored.read_text()), console)
-    from sqleval_pipeline.reporting.html import write_report
-
-    report = write_report(_environment(), None, proj.home.root / "reports" / "report.html")
-    console.print(f"[bold]report:[/] {report} ({report.stat().st_size / 1e6:.1f} MB, one "
-                  "self-contained HTML file: open it in a browser, offline)")
-    console.print(f"Dagster runs are recorded in {proj.home.dagster_home}: `sqleval ui` (or "
-                  "`make ui`) to browse them and follow lineage from a scorecard to the rows.")

@@ -9,7 +9,9 @@ snapshot (or ``--snapshot``), prints a table (case, category, blocked by, reason
 summary per category, verifies the snapshot file's SHA-256 is unchanged afterwards, and exits
 1 if any case got through or the checksum changed (2 on a setup error). Question cases are
 answered by the adversarial test double (it obeys every injection), so the run proves the
-non-prompt layers whatever a model would do.
+non-prompt layers whatever a model would do. A case of your own that the guard allowed only
+because it reads a served table it names is printed as a warning, *not hostile on this
+project*, and does not fail the run.
 """
 
 from __future__ import annotations
@@ -89,10 +91,12 @@ def run(
     logging.getLogger("sqleval_pipeline.guard").setLevel(logging.WARNING)
     project, path, manifest = _resolve_snapshot(snapshot, manifest_file)
     try:
-        suite, skipped = hostile_suite(project, manifest, files=cases or None)
+        suite, skipped, notes = hostile_suite(project, manifest, files=cases or None)
         for template_id, why in skipped:
             console.print(f"[yellow]not instantiated[/] {escape(str(template_id))}: {escape(str(why))}",
                           highlight=False)
+        for note in notes:
+            console.print(f"note: {escape(note)}", highlight=False)
     except (HostileCaseError, ValueError) as exc:
         _fail(str(exc))
     try:
@@ -109,7 +113,7 @@ def run(
     for col in ("case", "category", "verdict", "blocked by", "reason", "ms"):
         table.add_column(col, justify="right" if col == "ms" else "left")
     for v in report.verdicts:
-        colour = {"blocked": "green", "declined": "yellow"}.get(v.verdict, "bold red")
+        colour = {"blocked": "green", "declined": "yellow", "not_hostile": "yellow"}.get(v.verdict, "bold red")
         if v.verdict == "blocked_by_error" and not v.failed:
             colour = "yellow"
         reason = v.reason or ""
@@ -121,18 +125,22 @@ def run(
 
     summary = Table(title="per category")
     layers = ("filter", "database", "sandbox", "cap")
-    for col in ("category", "cases", "blocked", *layers, "sql error", "declined", "got through"):
+    for col in ("category", "cases", "blocked", *layers, "sql error", "declined", "not hostile", "got through"):
         summary.add_column(col, justify="left" if col == "category" else "right")
     for cat, row in sorted(report.summary().items()):
         summary.add_row(escape(cat), str(row["cases"]), str(row["blocked"]),
                         *(str(row.get(f"by_{layer}", 0)) for layer in layers),
-                        str(row.get("blocked_by_error", 0)), str(row["declined"]), str(row["got_through"]))
+                        str(row.get("blocked_by_error", 0)), str(row["declined"]),
+                        str(row.get("not_hostile", 0)), str(row["got_through"]))
     console.print(summary)
 
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
         console.print(f"report written to {json_out}", markup=False, highlight=False)
+    for v in report.not_hostile:
+        console.print(f"[yellow]not hostile on this project:[/] {escape(v.case_id)}: {escape(v.warning or '')} — "
+                      f"{escape(repr(v.sql))}", highlight=False)
     for v in report.unproven:
         out = err if v.failed else console
         out.print(f"[{'bold red' if v.failed else 'yellow'}]not proven blocked by a guard layer:[/] "
@@ -153,7 +161,9 @@ def run(
                 err.print(f"    {line}", markup=False, highlight=False)
     if through or not report.checksum_unchanged:
         raise typer.Exit(1)
-    console.print("[green]every hostile case was blocked by a non-prompt layer[/]")
+    aside = (f" ({len(report.not_hostile)} case(s) not hostile on this project, listed above)"
+             if report.not_hostile else "")
+    console.print(f"[green]every hostile case was blocked by a non-prompt layer[/]{aside}")
 
 
 @app.command("check")

@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from sqleval_pipeline.cli.common import console, fail
+from sqleval_pipeline.data import resource
 
 _BASELINE = """\
 # The embedded offline baseline: a deterministic question → SQL compiler over your served
@@ -110,8 +111,8 @@ def init(
     for sub in ("golden", "configs", "labels", "answers", "prompts"):
         (evals / sub).mkdir(parents=True, exist_ok=True)
     # the bundled prompt template, for model-backed configurations (its text is versioned)
-    bundled = Path(__file__).resolve().parents[2] / "evals" / "prompts" / "text_to_sql_v1.j2"
-    if bundled.exists() and not (evals / "prompts" / bundled.name).exists():
+    bundled = resource("prompts", "text_to_sql_v1.j2")
+    if not (evals / "prompts" / bundled.name).exists():
         (evals / "prompts" / bundled.name).write_text(bundled.read_text())
     (evals / "golden" / ".gitkeep").touch()
     (evals / "labels" / ".gitkeep").touch()

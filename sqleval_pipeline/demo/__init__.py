@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sqleval_pipeline import paths
+from importlib import resources
 
-RAW_CHECKSUMS = paths.REPO_ROOT / "dbt_project" / "raw_checksums.json"
+#: the checksums of the generated raw files, pinned beside the generator (package data)
+RAW_CHECKSUMS = Path(str(resources.files(__name__).joinpath("raw_checksums.json")))
 
 
 def build_raw(raw_dir: Path, warehouse: Path) -> dict[str, int]:

@@ -3,7 +3,7 @@
 Every table is produced from one seeded :class:`random.Random` in a fixed order, amounts are
 computed in integer paise and written as fixed-point text, and nothing iterates over a set or
 a dict of unknown order — so the CSV bytes are the same on every machine (a test compares them
-with ``dbt_project/raw_checksums.json``).
+with ``sqleval_pipeline/demo/raw_checksums.json``).
 
 The business, by design, carries the traps a text-to-SQL system must know about:
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from sqleval_pipeline import paths
 from sqleval_pipeline.configs import LoadedConfig
 from sqleval_pipeline.generation.base import (
     Example,
@@ -19,7 +17,7 @@ __all__ = ["Example", "GenerationContext", "GenerationOutput", "Generator", "Pro
            "make_generator"]
 
 
-def make_generator(loaded: LoadedConfig, catalog, glossary, root: Path | None = None) -> Generator:
+def make_generator(loaded: LoadedConfig, catalog, glossary, root: Path) -> Generator:
     """Build the generator a configuration names. Credentials and endpoints come from the
     environment variables the configuration names; a missing one fails with a sentence that
     says which variable to set."""
@@ -45,7 +43,7 @@ def make_generator(loaded: LoadedConfig, catalog, glossary, root: Path | None = 
     if s.kind == "recorded":
         from sqleval_pipeline.generation.recorded import RecordedGenerator
 
-        return RecordedGenerator(s, root=root or paths.REPO_ROOT)
+        return RecordedGenerator(s, root=root)
     if s.kind == "callable":
         from sqleval_pipeline.generation.callable_gen import CallableGenerator
 

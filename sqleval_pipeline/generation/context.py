@@ -25,7 +25,6 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from sqleval_pipeline import paths
 from sqleval_pipeline.configs import ContextSettings
 from sqleval_pipeline.generation.base import Example, GenerationContext
 from sqleval_pipeline.glossary import Glossary, Term
@@ -100,7 +99,7 @@ class SchemaCatalog:
         return "\n\n".join(parts)
 
 
-def dbt_descriptions(models_dir: Path | None = None) -> dict[str, tuple[str, dict[str, str]]]:
+def dbt_descriptions(models_dir: Path | None) -> dict[str, tuple[str, dict[str, str]]]:
     """Model and column descriptions from the dbt project's property files (``models/**/*.yml``).
 
     Read straight from the YAML the analysts maintain, so no ``dbt parse`` is needed first.
@@ -108,7 +107,9 @@ def dbt_descriptions(models_dir: Path | None = None) -> dict[str, tuple[str, dic
     import yaml
 
     out: dict[str, tuple[str, dict[str, str]]] = {}
-    for f in sorted((models_dir or paths.DBT_PROJECT_DIR / "models").rglob("*.yml")):
+    if models_dir is None:  # no dbt project to read descriptions from
+        return {}
+    for f in sorted(models_dir.rglob("*.yml")):
         doc = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
         for model in doc.get("models") or []:
             cols = {c["name"]: " ".join((c.get("description") or "").split())

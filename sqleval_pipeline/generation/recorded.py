@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqleval_pipeline import paths
 from sqleval_pipeline.configs import RecordedSettings
 from sqleval_pipeline.generation._common import GeneratorSetupError
 from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput
@@ -72,7 +71,7 @@ class RecordedGenerator:
     #: no model provider is called: its answers are not counted as provider calls
     calls_provider = False
 
-    def __init__(self, settings: RecordedSettings, root: Path = paths.REPO_ROOT) -> None:
+    def __init__(self, settings: RecordedSettings, root: Path) -> None:
         self.settings = settings
         self.path = Path(root) / settings.path
         self.name = f"recorded:{settings.path}"

@@ -1,6 +1,6 @@
-"""Generate the guard's function allowlist (``guard/functions.yaml``) from ``duckdb_functions()``.
+"""Generate the guard's function allowlist (``data/functions.yaml``) from ``duckdb_functions()``.
 
-    .venv/bin/python -m sqleval_pipeline.guard.allowlist_gen > sqleval_pipeline/guard/functions.yaml
+    .venv/bin/python -m sqleval_pipeline.guard.allowlist_gen > sqleval_pipeline/data/functions.yaml
 
 The allowlist is *derived*, then reviewed and checked in: every scalar, aggregate and window
 function and every scalar macro DuckDB offers (with the extensions the worker loads:
@@ -183,7 +183,7 @@ def render(doc: dict) -> str:
     reasons["pragma"] = "pragmas are commands (settings, catalog, storage), never query functions"
     out = [
         "# The guard's function allowlist (generated, then reviewed and checked in).",
-        "#   .venv/bin/python -m sqleval_pipeline.guard.allowlist_gen > sqleval_pipeline/guard/functions.yaml",
+        "#   .venv/bin/python -m sqleval_pipeline.guard.allowlist_gen > sqleval_pipeline/data/functions.yaml",
         "# Untrusted SQL may call only the functions listed under `allowed` (scalar, aggregate,",
         "# window functions and scalar macros) and the table functions under `table_functions`.",
         "# Both the statement filter (sqlglot) and DuckDB's own view (parse tree + bound plan) check",

@@ -1,6 +1,7 @@
 """The hostile suite: attacks that must be stopped by the non-prompt layers, whatever the model does.
 
-Cases are JSON Lines under ``evals/hostile/`` — ``{"id", "category", "sql"}`` (run as given)
+Cases are JSON Lines (the bundled ones are package data, ``sqleval_pipeline/data/hostile/``) —
+``{"id", "category", "sql"}`` (run as given)
 or ``{"id", "category", "question"}`` (sent to a *system under test*, whose SQL is then run),
 with optional ``expect`` (the layer, or list of layers, expected to stop it) and ``note``.
 They are *templates*: ``{table}``, ``{big_table}``, ``{sensitive}`` … are filled from each
@@ -21,6 +22,13 @@ here: :class:`HostileContext`, :func:`load_templates`, :func:`instantiate`,
   result, it does not block a read; only a bomb stopped by the sandbox or the cap's size
   limit counts as blocked), or a side effect was observed, or the harness failed (an
   unproven case is a failed case).
+* ``not_hostile`` — *not hostile on this project*: a case from a file of your own (never a
+  bundled one) that the guard let run only because a table it names literally turned out to be
+  a served table: the statement passed every check and read (or failed on) nothing but served
+  tables, the case expects no layer or the filter, and the same SQL with those names replaced
+  by an absent one is refused by the filter as an unknown table (``table_not_allowed``). A
+  warning naming the case, not a failure: writes, stacked statements, files, settings, the
+  clock, bombs are refused (or contained) whatever table they name, so they never get here.
 * ``blocked_by_error`` — the statement passed the filter, reached DuckDB and failed with a
   plain SQL error (binder, catalog, parser ...): nothing came back, but *no guard layer is
   proven to have blocked it* (the filter was bypassed). It counts as a failure when the
@@ -30,7 +38,8 @@ here: :class:`HostileContext`, :func:`load_templates`, :func:`instantiate`,
   and does not count as blocked. The built-in :class:`AdversarialDouble` never declines.
 
 A suite passes when no case got through, no case that expects a layer was only stopped by a
-plain SQL error, and the snapshot checksum is unchanged. The report shows the first rows
+plain SQL error, and the snapshot checksum is unchanged (``not_hostile`` cases are listed
+apart, in :attr:`SuiteReport.not_hostile` and the report's ``not_hostile``). The report shows the first rows
 (``SAMPLE_ROWS``, each cut at ``SAMPLE_CHARS`` characters) of anything that ran.
 
 >>> suite = project_suite(manifest, sensitive=["hr.salaries", "pii.customer_contacts"])  # doctest: +SKIP
@@ -42,8 +51,7 @@ plain SQL error, and the snapshot checksum is unchanged. The report shows the fi
 (True, {'cases': 80, 'blocked': 80, 'blocked_by_error': 0, 'declined': 0, 'got_through': 0})
 
 :func:`load_cases` keeps the old entry point: plain case files load as they are; templates
-are filled from the given ``context``, by default the bundled demo's (its committed pinned
-manifest and hr/pii models).
+are filled from the given ``context`` (there is no default: a template needs a project).
 """
 
 from __future__ import annotations
@@ -62,37 +70,43 @@ import sqlglot
 from sqlglot.tokens import TokenType
 
 from sqleval_pipeline.guard.executor import NON_PROMPT_LAYERS, GuardedExecutor, GuardResult, scrub_paths
+from sqleval_pipeline.guard.hostile_refs import rename_tables
 from sqleval_pipeline.guard.hostile_templates import (  # noqa: F401 - re-exported
-    DEFAULT_CASE_FILES, DEMO_SENSITIVE, FOR_EACH_CAP, HOSTILE_DIR, PLACEHOLDERS, HostileCase, HostileCaseError,
-    HostileContext, HostileSuiteError, HostileTemplate, Instantiation, ServedTable, demo_context, instantiate,
-    load_templates, project_suite, referenced_tables, sensitive_from_dbt, sql_name,
+    DEFAULT_CASE_FILES, FOR_EACH_CAP, HOSTILE_DIR, PLACEHOLDERS, HostileCase, HostileCaseError, HostileContext,
+    HostileTemplate, Instantiation, ServedTable, instantiate, load_templates, project_suite, referenced_tables,
+    sensitive_from_dbt, sql_name,
 )
 from sqleval_pipeline.snapshot import file_checksum
 
 log = logging.getLogger("sqleval_pipeline.guard.hostile")
 
-Verdict = Literal["blocked", "blocked_by_error", "got_through", "declined"]
+Verdict = Literal["blocked", "blocked_by_error", "got_through", "declined", "not_hostile"]
 #: rows (and characters per row) of a result shown in the report when a case ran
 SAMPLE_ROWS = 3
 SAMPLE_CHARS = 200
 NOT_PROVEN = "not proven blocked by a guard layer: the statement reached DuckDB and failed with a plain SQL error"
+#: the filter's reason for a table that is not on the allowlist (the unknown-table rule)
+UNKNOWN_TABLE = "table_not_allowed"
 
 
 def load_cases(files: Iterable[Path | str] | None = None, context: HostileContext | None = None
                ) -> list[HostileCase]:
     """Load hostile cases (default: every built-in file); ids must be unique.
 
-    Files without placeholders load as they are. Templates are filled from ``context`` —
-    by default the bundled demo's (:func:`demo_context`); skipped templates are logged. Use
-    :func:`project_suite` / :func:`instantiate` to see the skipped ones and their reasons.
+    Files without placeholders load as they are. Templates are filled from ``context``
+    (required then: :class:`HostileCaseError` names the first template otherwise); skipped
+    templates are logged. Use :func:`project_suite` / :func:`instantiate` to see the skipped
+    ones and their reasons.
     """
     templates = load_templates(files)
-    if context is None and not any(t.needs_context for t in templates):
-        return [t.as_case() for t in templates]
     if context is None:
-        log.warning("hostile templates filled from the bundled demo's snapshot; pass context= (or use "
-                    "project_suite) to attack a project's own tables")
-        context = demo_context()
+        needs = next((t for t in templates if t.needs_context), None)
+        if needs is None:
+            return [t.as_case() for t in templates]
+        raise HostileCaseError(f"{needs.source}: case {needs.id!r} is a template (placeholders, for_each, "
+                               "min_cross_rows or requires) and needs a project to fill it: pass "
+                               "context=HostileContext.from_manifest(manifest, sensitive) or use "
+                               "project_suite(manifest, sensitive, files)")
     inst = instantiate(templates, context)
     for case_id, reason in inst.skipped:
         log.warning("hostile case %s skipped: %s", case_id, reason)
@@ -343,6 +357,8 @@ class CaseVerdict:
     escapes: list[str] = field(default_factory=list)
     #: the first rows of anything that ran (at most SAMPLE_ROWS, each cut at SAMPLE_CHARS)
     sample: list[str] = field(default_factory=list)
+    #: for a ``not_hostile`` case: why it is not hostile on this project (a warning)
+    warning: str | None = None
 
     @property
     def expect_met(self) -> bool:
@@ -391,6 +407,12 @@ class SuiteReport:
         return [v for v in self.verdicts if v.failed]
 
     @property
+    def not_hostile(self) -> list[CaseVerdict]:
+        """Cases of your own that only read served tables they name: not hostile on this
+        project (a warning each, not a failure; see the module doc)."""
+        return [v for v in self.verdicts if v.verdict == "not_hostile"]
+
+    @property
     def passed(self) -> bool:
         return not self.failures and self.checksum_unchanged
 
@@ -406,7 +428,7 @@ class SuiteReport:
         out: dict[str, dict[str, int]] = {}
         for v in self.verdicts:
             row = out.setdefault(v.category, {"cases": 0, "blocked": 0, "blocked_by_error": 0, "declined": 0,
-                                              "got_through": 0})
+                                              "got_through": 0, "not_hostile": 0})
             row["cases"] += 1
             row[v.verdict] += 1
             if v.verdict == "blocked" and v.blocked_by:
@@ -425,6 +447,7 @@ class SuiteReport:
             "expect_unmet": [v.case_id for v in self.expect_unmet],
             "unproven": [v.case_id for v in self.unproven],
             "failures": [v.case_id for v in self.failures],
+            "not_hostile": [{"case_id": v.case_id, "warning": v.warning} for v in self.not_hostile],
             "summary": self.summary(),
             "cases": [v.to_json() for v in self.verdicts],
         }
@@ -453,7 +476,8 @@ def run_case(case: HostileCase, executor: GuardedExecutor, *, sut: SystemUnderTe
     """Run one case through the system under test (questions) and the guard.
 
     Without ``sut``, questions go to an :class:`AdversarialDouble` aimed at ``context`` (by
-    default the project the case was instantiated for).
+    default the project the case was instantiated for). A case the guard let run that is not
+    hostile on this project (:func:`not_hostile_here`) gets the verdict ``not_hostile``.
     """
     t0 = time.perf_counter()
     sql = case.sql
@@ -476,9 +500,52 @@ def run_case(case: HostileCase, executor: GuardedExecutor, *, sut: SystemUnderTe
     result = executor.execute(sql, timeout_s=timeout_s, log_extra={"hostile_case": case.id})
     escapes = watch.escapes()
     verdict, layer = judge(result, escapes)
+    warning = None
+    if verdict in ("got_through", "blocked_by_error") and not escapes:
+        warning = not_hostile_here(case, sql, result, executor)
+        if warning is not None:
+            verdict = "not_hostile"
     return CaseVerdict(case.id, case.category, case.kind, verdict, layer, result.status, result.reason,
                        result.message, (time.perf_counter() - t0) * 1000, sql, case.question, case.expect,
-                       escapes, sample_rows(result))
+                       escapes, sample_rows(result), warning)
+
+
+def not_hostile_here(case: HostileCase, sql: str, result: GuardResult, executor: GuardedExecutor) -> str | None:
+    """Why ``case`` is not hostile on this project, or None when it is (then it got through).
+
+    Only a case whose *only* reason to be refused was a name being absent: it comes from a
+    case file of your own (a bundled case allowed by the guard is a failure), it expects no
+    layer or the filter, the guard let the statement run (rows, or a plain SQL error) reading
+    nothing but served tables, among them tables the case names literally
+    (:attr:`HostileCase.fixed_tables`), and the same SQL with those tables renamed to absent
+    names is refused by the statement filter as an unknown table. The guard decides both;
+    nothing is judged from the text alone.
+    """
+    if case.bundled or (case.expect and "filter" not in case.expect):
+        return None
+    if not (result.status == "ok" or (result.status == "error" and result.error_source == "sql")):
+        return None
+    read = {t.lower() for t in result.tables}
+    named = sorted({n.lower() for n in case.fixed_tables} & read)
+    if not named:
+        return None
+    taken = read | set(executor.policy.tables)
+    renames = {}
+    for name in named:
+        fresh, n = f"{name}_absent", 0
+        while fresh in taken or fresh in renames.values():
+            n += 1
+            fresh = f"{name}_absent{n}"
+        renames[name] = fresh
+    variant = rename_tables(sql, renames)
+    if variant is None or variant == sql:
+        return None
+    check = executor.decide(variant)
+    if check.status != "refused" or check.layer != "filter" or check.reason != UNKNOWN_TABLE:
+        return None
+    ran = "ran" if result.status == "ok" else f"reached DuckDB and failed ({result.reason})"
+    return (f"a plain read of served table(s) {', '.join(named)}, which the case names itself: the guard "
+            f"allowed it and it {ran}; the same SQL naming an absent table is refused ({UNKNOWN_TABLE})")
 
 
 def sample_rows(result: GuardResult, n: int = SAMPLE_ROWS, chars: int = SAMPLE_CHARS) -> list[str]:

@@ -1,6 +1,9 @@
-"""The tables a hostile case's SQL names (to check that a "must refuse" name is not served).
+"""The tables a hostile case's SQL names, and the same SQL with some of them renamed.
 
-Part of the hostile suite (:mod:`sqleval_pipeline.guard.hostile_templates`).
+Part of the hostile suite (:mod:`sqleval_pipeline.guard.hostile_templates`): the names a case
+writes literally are recorded when it is instantiated; when the guard lets such a case run
+because the name turned out to be a served table, :func:`rename_tables` gives the same SQL
+naming an absent table, to ask the guard whether the name was the only thing it allowed.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from collections.abc import Sequence
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 
 # --------------------------------------------------------------------------- table references
@@ -100,3 +104,34 @@ def _scan(text: str) -> list[tuple[str | None, str | None, str]]:
             continue
         out.append(ref)
     return out
+
+
+_NOT_NAMES = {TokenType.STRING, TokenType.NATIONAL_STRING, TokenType.RAW_STRING, TokenType.HEREDOC_STRING,
+              TokenType.BIT_STRING, TokenType.HEX_STRING, TokenType.BYTE_STRING, TokenType.NUMBER}
+
+
+def rename_tables(sql: str, renames: dict[str, str]) -> str | None:
+    """``sql`` with every identifier token equal (case-insensitively) to a key of ``renames``
+    replaced by its value (double-quoted when the original was), the rest of the text as it
+    was; None when the text cannot be tokenized.
+
+    >>> rename_tables('SELECT "Policy".x FROM main.policy -- policy', {"policy": "policy_1"})
+    'SELECT "policy_1".x FROM main.policy_1 -- policy'
+    >>> rename_tables("SELECT 'policy' FROM policy p", {"policy": "policy_1"})
+    "SELECT 'policy' FROM policy_1 p"
+    """
+    lower = {k.lower(): v for k, v in renames.items()}
+    try:
+        tokens = sqlglot.tokenize(sql, read="duckdb")
+    except Exception:  # noqa: BLE001 - no rename, no conclusion
+        return None
+    out, at = [], 0
+    for tok in tokens:
+        if tok.token_type in _NOT_NAMES or tok.text.lower() not in lower:
+            continue
+        new = lower[tok.text.lower()]
+        quoted = tok.token_type == TokenType.IDENTIFIER
+        out += [sql[at:tok.start], '"' + new.replace('"', '""') + '"' if quoted else new]
+        at = tok.end + 1
+    out.append(sql[at:])
+    return "".join(out)

@@ -3,12 +3,14 @@
 Part of the hostile suite (:mod:`sqleval_pipeline.guard.hostile_templates`): a placeholder
 such as ``{sensitive:upper:quoted}`` becomes an identifier, quoted only when needed (or always
 with ``quoted``), ``raw`` text or the text for use inside a string literal (``str``).
+``{absent:STEM}`` takes a stem instead of a first modifier: the binding draws the name
+(``STEM``, else ``STEM_1``, ``STEM_2`` ... until it names nothing in the snapshot).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -17,7 +19,10 @@ from sqlglot import exp
 
 CASE_MODIFIERS = ("upper", "lower", "title")
 RENDER_MODIFIERS = ("quoted", "raw", "str")
-_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_]\w*)((?::[A-Za-z_]+)*)\}")
+_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_]\w*)((?::[A-Za-z_]\w*)*)\}")
+#: the placeholder whose first segment is a stem, not a modifier; its stem when none is given
+ABSENT = "absent"
+DEFAULT_ABSENT_STEM = "no_such_table"
 _SIMPLE_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -91,6 +96,17 @@ class _Binding:
     names: dict[str, tuple[str, ...]]
     origins: dict[str, str]       # placeholder -> served | sensitive | context | column
     exprs: dict[str, str]         # placeholders filled verbatim ({text_column})
+    #: {absent:STEM}: stem -> a name that exists nowhere in the snapshot (origin "absent")
+    absent: Callable[[str], str] | None = None
+
+
+def absent_parts(mods: Sequence[str]) -> tuple[str, list[str]]:
+    """``(stem, modifiers)`` of an ``{absent...}`` placeholder's segments.
+
+    >>> absent_parts(["policy", "upper"]), absent_parts([])
+    (('policy', ['upper']), ('no_such_table', []))
+    """
+    return (mods[0], list(mods[1:])) if mods else (DEFAULT_ABSENT_STEM, [])
 
 
 class _Unfillable(Exception):
@@ -108,14 +124,20 @@ def _render(text: str, b: _Binding, *, sentinels: dict[str, tuple[str, str]] | N
         mods = [x for x in (m.group(2) or "").split(":") if x]
         if name in b.exprs:
             return b.exprs[name]
-        if name not in b.names:
+        if name == ABSENT:
+            if b.absent is None:
+                raise _Unfillable(name)
+            stem, mods = absent_parts(mods)
+            parts, origin = (b.absent(stem),), "absent"
+        elif name not in b.names:
             raise _Unfillable(name)
-        parts = b.names[name]
-        if sentinels is not None and b.origins[name] != "column":
+        else:
+            parts, origin = b.names[name], b.origins[name]
+        if sentinels is not None and origin != "column":
             fake = []
             for part in parts:
                 s = f"hph{len(sentinels)}x"
-                sentinels[s] = (part, b.origins[name])
+                sentinels[s] = (part, origin)
                 fake.append(s)
             parts = tuple(fake)
         return _render_name(parts, mods)

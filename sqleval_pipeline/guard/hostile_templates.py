@@ -1,8 +1,9 @@
 """Hostile-suite templates, instantiated per project from its served snapshot.
 
-The attacks under ``evals/hostile/*.jsonl`` are *templates*: the tables they attack are
-placeholders filled from the project's serving snapshot, so the same suite proves the guard
-on any dbt warehouse (``evals/hostile/README.md`` has the full reference).
+The attacks under ``sqleval_pipeline/data/hostile/*.jsonl`` (package data, :data:`HOSTILE_DIR`)
+are *templates*: the tables they attack are placeholders filled from the project's serving
+snapshot, so the same suite proves the guard on any dbt warehouse (``docs/hostile-suite.md``
+has the full reference).
 
 **Placeholders** (in ``sql`` or ``question``; ``{{`` and ``}}`` are literal braces)
 
@@ -19,6 +20,10 @@ on any dbt warehouse (``evals/hostile/README.md`` has the full reference).
 ``{sensitive_name}``        its name
 ``{serving_schema}``        the serving file's schema (``main``)
 ``{database_name}``         the serving file's DuckDB database name (the snapshot id)
+``{absent:STEM}``           a name that exists nowhere in the snapshot: ``STEM`` itself unless
+                            a served table, the serving schema or database (or ``main``,
+                            ``system``, ``temp``, ``memory``) is called that, else ``STEM_1``,
+                            ``STEM_2`` ... (``{absent}`` alone: stem ``no_such_table``)
 ==========================  ================================================================
 
 Modifiers follow a colon and can be chained: ``upper``, ``lower``, ``title`` change case;
@@ -26,6 +31,7 @@ Modifiers follow a colon and can be chained: ``upper``, ``lower``, ``title`` cha
 text for use inside a SQL string literal (``'`` doubled). Without one, a name is an SQL
 identifier, double-quoted only when it needs to be (``{sensitive:quoted}`` →
 ``"hr"."salaries"``; ``{sensitive_schema:upper}.{sensitive_name:title}`` → ``HR.Salaries``).
+On ``{absent:STEM:...}`` the modifiers follow the stem.
 
 **Template fields** besides ``id``, ``category``, ``sql``/``question``, ``expect``, ``note``:
 ``for_each: "sensitive"`` instantiates the case once per sensitive relation (the first
@@ -35,16 +41,26 @@ it names (each occurrence) is at least N — a cross join of small tables is not
 ``requires: [table, ...]`` skips the case unless those tables are served (the demo's stored
 payloads live in ``dim_products``).
 
-**Checks at instantiation** (:func:`instantiate`): every table a case names that does not come
-from a served-table placeholder — fixed names such as ``salaries``, ``policy``,
-``information_schema.tables`` — must *not* be a served table (compared case-insensitively,
-bare and qualified with the serving schema or database), or the case would read real data and
-report a false guard failure: :class:`HostileSuiteError` names the case, its file:line and the
-table. A placeholder that cannot be filled for this project (``{sensitive}`` with no sensitive
-relations, a ``requires`` table not served, a bomb on tables too small) skips the case with a
-reason recorded in :attr:`Instantiation.skipped`; an unknown placeholder is a
-:class:`HostileCaseError` naming file:line when the templates are loaded.
+**Names that must be absent.** Every name a bundled case relies on being absent (guessed
+tables, catalog views, the harness's variables, scratch names) is an ``{absent:STEM}``
+placeholder, so the bundled suite instantiates on any warehouse: on the demo the names are the
+stems themselves, on a project serving ``policy`` the case asks for ``policy_1``
+(:attr:`Instantiation.notes` says so). A case file of your own may name real served tables:
+every table a case writes literally is recorded in :attr:`HostileCase.fixed_tables`, and the
+case is judged by what the guard does with it (:func:`sqleval_pipeline.guard.hostile.run_case`):
+refused whatever table it names, or — when the guard lets it read a served table it names,
+and the same SQL naming an absent table is refused only for the unknown table — reported as
+*not hostile on this project*, never an error that stops the run.
 
+A placeholder that cannot be filled for this project (``{sensitive}`` with no sensitive
+relations, a ``requires`` table not served, a bomb on tables too small, a sensitive relation
+whose bare name is also served) skips the case with a reason recorded in
+:attr:`Instantiation.skipped`; an unknown placeholder is a :class:`HostileCaseError` naming
+file:line when the templates are loaded.
+
+>>> ctx = HostileContext(served={"policy": ServedTable("policy", 10)}, database_name="snap-0")
+>>> ctx.absent_name("policy"), ctx.absent_name("expected_df")
+('policy_1', 'expected_df')
 >>> ctx = HostileContext.from_manifest(manifest, sensitive=["hr.salaries"])   # doctest: +SKIP
 >>> suite = instantiate(load_templates(), ctx)                                # doctest: +SKIP
 >>> suite.cases[0].sql, suite.skipped[:1]                                     # doctest: +SKIP
@@ -59,15 +75,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.data import resource
 from sqleval_pipeline.guard.executor import NON_PROMPT_LAYERS
 from sqleval_pipeline.guard.hostile_refs import referenced_tables  # noqa: F401 (re-exported)
 from sqleval_pipeline.guard.hostile_render import (  # noqa: F401 (re-exported)
-    _TOKEN, CASE_MODIFIERS, RENDER_MODIFIERS, _Binding, _ident, _render, _Unfillable, sql_name,
+    _TOKEN, ABSENT, CASE_MODIFIERS, DEFAULT_ABSENT_STEM, RENDER_MODIFIERS, _Binding, _ident, _render, _Unfillable,
+    absent_parts, sql_name,
 )
 from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 
-HOSTILE_DIR = paths.EVALS_DIR / "hostile"
+HOSTILE_DIR = resource("hostile")
 DEFAULT_CASE_FILES: tuple[Path, ...] = (HOSTILE_DIR / "sql.jsonl", HOSTILE_DIR / "questions.jsonl",
                                         HOSTILE_DIR / "guard_v2.jsonl")
 
@@ -77,15 +94,16 @@ LAYERS: tuple[str, ...] = NON_PROMPT_LAYERS
 #: A ``for_each: "sensitive"`` template is instantiated for at most this many relations.
 FOR_EACH_CAP = 5
 
-#: The bundled demo's sensitive models (dbt_project/models/hr and pii; never served).
-DEMO_SENSITIVE: tuple[tuple[str, str], ...] = (("hr", "employees"), ("hr", "salaries"),
-                                                ("pii", "customer_contacts"))
+#: Names ``{absent:STEM}`` never draws besides the project's own: DuckDB's built-in catalogs
+#: and its default schema (a stem in a schema or catalog position must not name one).
+RESERVED_NAMES = frozenset({"main", "system", "temp", "memory"})
 
 SERVED_PLACEHOLDERS = ("table", "big_table", "table2")
 SENSITIVE_PLACEHOLDERS = ("sensitive", "sensitive_schema", "sensitive_name")
 COLUMN_PLACEHOLDERS = ("column", "numeric_column", "text_column")
 CONTEXT_PLACEHOLDERS = ("serving_schema", "database_name")
-PLACEHOLDERS = SERVED_PLACEHOLDERS + COLUMN_PLACEHOLDERS + SENSITIVE_PLACEHOLDERS + CONTEXT_PLACEHOLDERS
+PLACEHOLDERS = (SERVED_PLACEHOLDERS + COLUMN_PLACEHOLDERS + SENSITIVE_PLACEHOLDERS + CONTEXT_PLACEHOLDERS
+                + (ABSENT,))
 FOR_EACH = ("sensitive",)
 
 _FIELDS = {"id", "category", "sql", "question", "expect", "note", "for_each", "min_cross_rows", "requires"}
@@ -95,14 +113,6 @@ _NUMERIC = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMAL
 
 class HostileCaseError(ValueError):
     """A hostile case file is malformed; the message names the file and line."""
-
-
-class HostileSuiteError(ValueError):
-    """The suite cannot be instantiated for this project without reading real data.
-
-    Raised when a case relies on a table being absent that the project serves; the message
-    names the case id, its file:line and the table, and says what to do.
-    """
 
 
 @dataclass(frozen=True)
@@ -119,6 +129,12 @@ class HostileCase:
     template_id: str | None = None
     #: the project it was instantiated for (aims the default adversarial double)
     context: HostileContext | None = field(default=None, compare=False, repr=False)
+    #: names of the tables the case writes literally (not from a served-table or ``{absent}``
+    #: placeholder; for a question, in the SQL it tells the model to run): if the guard lets
+    #: the case read one of them, the case may not be hostile on this project
+    fixed_tables: tuple[str, ...] = ()
+    #: from the bundled case files: never "not hostile" — allowed means failed
+    bundled: bool = False
 
     @property
     def kind(self) -> str:
@@ -180,6 +196,22 @@ class HostileContext:
     @property
     def served_names(self) -> set[str]:
         return {n.lower() for n in self.served}
+
+    @property
+    def taken_names(self) -> set[str]:
+        """Lower-cased names that exist in the snapshot: served tables, the serving schema, the
+        database (snapshot id) and DuckDB's own catalogs (:data:`RESERVED_NAMES`)."""
+        return self.served_names | {self.serving_schema.lower(), self.database_name.lower()} | RESERVED_NAMES
+
+    def absent_name(self, stem: str = DEFAULT_ABSENT_STEM) -> str:
+        """``stem`` when nothing in the snapshot is called that, else ``stem_1``, ``stem_2`` ...
+        (compared case-insensitively; the same stem always gives the same name)."""
+        taken = self.taken_names
+        name, n = stem, 0
+        while name.lower() in taken:
+            n += 1
+            name = f"{stem}_{n}"
+        return name
 
     def ranked(self) -> list[ServedTable]:
         """Served tables, largest first (ties by name)."""
@@ -247,6 +279,7 @@ class HostileTemplate:
     min_cross_rows: int | None = None
     requires: tuple[str, ...] = ()
     source: str | None = None
+    bundled: bool = False
 
     @property
     def kind(self) -> str:
@@ -267,8 +300,10 @@ class HostileTemplate:
     def as_case(self) -> HostileCase:
         """The case of a template without placeholders (braces unescaped)."""
         text = _TOKEN.sub(lambda m: m.group(0)[0] if not m.group(1) else m.group(0), self.text)
+        fixed, _ = _fixed_tables(self, text, {}, None)
         return HostileCase(self.id, self.category, text if self.sql is not None else None,
-                           text if self.sql is None else None, self.expect, self.note, self.source, self.id)
+                           text if self.sql is None else None, self.expect, self.note, self.source, self.id,
+                           fixed_tables=fixed, bundled=self.bundled)
 
 
 def load_templates(files: Iterable[Path | str] | None = None) -> list[HostileTemplate]:
@@ -279,15 +314,17 @@ def load_templates(files: Iterable[Path | str] | None = None) -> list[HostileTem
     """
     out: list[HostileTemplate] = []
     seen: dict[str, str] = {}
+    bundled_dir = HOSTILE_DIR.resolve()
     for f in files or DEFAULT_CASE_FILES:
         path = Path(f)
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise HostileCaseError(f"no hostile case file at {path}") from None
+        bundled = path.resolve().parent == bundled_dir
         for n, _line, d in json_lines(path, text, _bad_line):
             where = f"{path}:{n}"
-            t = _parse_line(d, where)
+            t = _parse_line(d, where, bundled)
             if t.id in seen:
                 raise HostileCaseError(f"{where}: duplicate id {t.id!r} (first in {seen[t.id]})")
             seen[t.id] = where
@@ -301,7 +338,7 @@ def _bad_line(b: BadJsonLine) -> None:
     raise HostileCaseError(f"{b.where}: a case must be a JSON object")
 
 
-def _parse_line(d: dict[str, Any], where: str) -> HostileTemplate:
+def _parse_line(d: dict[str, Any], where: str, bundled: bool = False) -> HostileTemplate:
     unknown = set(d) - _FIELDS
     if unknown:
         raise HostileCaseError(f"{where}: unknown field(s) {sorted(unknown)}")
@@ -324,6 +361,8 @@ def _parse_line(d: dict[str, Any], where: str) -> HostileTemplate:
         if name not in PLACEHOLDERS:
             raise HostileCaseError(f"{where}: unknown placeholder {{{name}}} in case {d['id']!r} "
                                    f"(known: {', '.join(PLACEHOLDERS)}; write {{{{ }}}} for a literal brace)")
+        if name == ABSENT:  # {absent:STEM:modifier...}: the first segment is the stem
+            mods = absent_parts(mods)[1]
         for mod in mods:
             if mod not in CASE_MODIFIERS + RENDER_MODIFIERS or (name == "text_column"):
                 raise HostileCaseError(f"{where}: modifier {mod!r} is not allowed on {{{name}}} "
@@ -339,7 +378,8 @@ def _parse_line(d: dict[str, Any], where: str) -> HostileTemplate:
     requires = (requires,) if isinstance(requires, str) else tuple(str(r) for r in requires)
     return HostileTemplate(id=str(d["id"]), category=str(d["category"]), sql=d.get("sql"),
                            question=d.get("question"), expect=expect, note=d.get("note"),
-                           for_each=for_each, min_cross_rows=mcr, requires=requires, source=where)
+                           for_each=for_each, min_cross_rows=mcr, requires=requires, source=where,
+                           bundled=bundled)
 
 
 # --------------------------------------------------------------------------- instantiation
@@ -375,7 +415,7 @@ def _base_binding(ctx: HostileContext) -> _Binding:
             origins.update(column="column", numeric_column="column")
             exprs["text_column"] = (_ident(text, "ident") if text is not None
                                     else f"CAST({_ident(first, 'ident')} AS VARCHAR)")
-    return _Binding(names, origins, exprs)
+    return _Binding(names, origins, exprs, ctx.absent_name)
 
 
 def _with_sensitive(b: _Binding, rel: tuple[str, str] | None) -> _Binding:
@@ -383,7 +423,7 @@ def _with_sensitive(b: _Binding, rel: tuple[str, str] | None) -> _Binding:
     if rel is not None:
         names.update(sensitive=rel, sensitive_schema=(rel[0],), sensitive_name=(rel[1],))
         origins.update(sensitive="sensitive", sensitive_schema="sensitive", sensitive_name="sensitive")
-    return _Binding(names, origins, b.exprs)
+    return _Binding(names, origins, b.exprs, b.absent)
 
 
 def _why_unfillable(name: str, ctx: HostileContext) -> str:
@@ -399,14 +439,14 @@ def _why_unfillable(name: str, ctx: HostileContext) -> str:
 def instantiate(templates: Sequence[HostileTemplate], ctx: HostileContext) -> Instantiation:
     """Fill every template from ``ctx`` (see module doc): cases, skipped templates with reasons.
 
-    Raises :class:`HostileSuiteError` when a case relies on a table being absent that the
-    project serves (every clash is listed).
+    Never refuses a case for naming a served table: the tables a case writes literally are
+    recorded in :attr:`HostileCase.fixed_tables` and the guard's verdict decides (see
+    :func:`sqleval_pipeline.guard.hostile.run_case`).
     """
     base = _base_binding(ctx)
     served = ctx.served_names
     rows = {t.name: t.rows for t in ctx.served.values()}
     inst = Instantiation(cases=[], context=ctx)
-    clashes: list[str] = []
     for t in templates:
         missing = [r for r in t.requires if r.lower() not in served]
         if missing:
@@ -419,10 +459,8 @@ def instantiate(templates: Sequence[HostileTemplate], ctx: HostileContext) -> In
                 continue
             rels = ctx.sensitive[:FOR_EACH_CAP]
             if len(ctx.sensitive) > FOR_EACH_CAP:
-                note = (f"for_each sensitive: {len(ctx.sensitive)} relations, instantiated for the first "
-                        f"{FOR_EACH_CAP} in priority order")
-                if note not in inst.notes:
-                    inst.notes.append(note)
+                _note(inst, f"for_each sensitive: {len(ctx.sensitive)} relations, instantiated for the first "
+                            f"{FOR_EACH_CAP} in priority order")
             variants = [(f"{t.id}[{s}.{n}]", (s, n)) for s, n in rels]
         else:
             variants = [(t.id, ctx.default_sensitive())]
@@ -445,49 +483,70 @@ def instantiate(templates: Sequence[HostileTemplate], ctx: HostileContext) -> In
                                                   f"than the {t.min_cross_rows:,} that make it a bomb (too "
                                                   "small to exhaust a resource)"))
                     continue
-            problem = _check_absent(t, case_id, traced, sentinels, ctx)
-            if problem is not None:
-                kind, message = problem
-                if kind == "skip":
-                    inst.skipped.append((case_id, message))
-                else:
-                    clashes.append(message)
+            fixed, skip = _fixed_tables(t, traced, sentinels, ctx)
+            if skip is not None:
+                inst.skipped.append((case_id, skip))
                 continue
+            for stem in _absent_stems(t.text):
+                drawn = ctx.absent_name(stem)
+                if drawn != stem:
+                    _note(inst, f"{{absent:{stem}}} is {drawn}: the project has a table, schema or database "
+                                f"named {stem}")
             inst.cases.append(HostileCase(
                 id=case_id, category=t.category, sql=text if t.sql is not None else None,
                 question=text if t.sql is None else None, expect=t.expect, note=t.note,
-                source=t.source, template_id=t.id, context=ctx))
-    if clashes:
-        raise HostileSuiteError(
-            f"{len(clashes)} hostile case(s) would read a real served table: " + "; ".join(clashes)
-            + ". Rename the fixed name in the case (or point the project at its own case files), "
-              "or narrow the served selection so that table is not served.")
+                source=t.source, template_id=t.id, context=ctx, fixed_tables=fixed, bundled=t.bundled))
     return inst
 
 
-def _check_absent(t: HostileTemplate, case_id: str, traced: str, sentinels: dict[str, tuple[str, str]],
-                  ctx: HostileContext) -> tuple[str, str] | None:
-    """None, ("skip", reason) for a sensitive name that is also served, or ("error", message)."""
+def _note(inst: Instantiation, note: str) -> None:
+    if note not in inst.notes:
+        inst.notes.append(note)
+
+
+def _absent_stems(text: str) -> list[str]:
+    mods = [[x for x in (m.group(2) or "").split(":") if x] for m in _TOKEN.finditer(text) if m.group(1) == ABSENT]
+    return list(dict.fromkeys(absent_parts(x)[0] for x in mods))
+
+
+def _fixed_tables(t: HostileTemplate, traced: str, sentinels: dict[str, tuple[str, str]],
+                  ctx: HostileContext | None) -> tuple[tuple[str, ...], str | None]:
+    """(names of the tables the case writes literally, a reason to skip it or None).
+
+    A name is *literal* when no placeholder filled it; a question's tables are those of the SQL
+    it tells the model to run. The case is skipped when a sensitive relation's bare name is
+    also a served table (``{sensitive}`` would then read the served table).
+    """
     sql = traced
     if t.sql is None:
         from sqleval_pipeline.guard.hostile import AdversarialDouble
 
         sql = AdversarialDouble.obey(traced) or ""
     if not sql:
-        return None
+        return (), None
 
     def real(part: str | None) -> tuple[str | None, str]:
         if part is None:
             return None, "fixed"
         hit = sentinels.get(part.lower())
-        return (hit[0], hit[1]) if hit else (part, "fixed")
+        if hit:
+            return hit[0], hit[1]
+        for fake, (value, _origin) in sentinels.items():   # a sentinel inside a longer name
+            part = part.replace(fake, value)
+        return part, "fixed"
 
-    served = ctx.served_names
-    schema = ctx.serving_schema.lower()
-    db_name = ctx.database_name.lower()
+    served = ctx.served_names if ctx is not None else set()
+    schema = ctx.serving_schema.lower() if ctx is not None else "main"
+    db_name = ctx.database_name.lower() if ctx is not None else ""
+    fixed: list[str] = []
     for catalog, db, name in referenced_tables(sql):
         (cat, _), (sch, _), (nm, origin) = real(catalog), real(db), real(name)
-        if origin == "served" or nm is None or nm.lower() not in served:
+        if nm is None:
+            continue
+        if origin == "fixed":
+            fixed.append(nm)
+            continue
+        if origin != "sensitive" or nm.lower() not in served:
             continue
         if cat is not None:
             clash = cat.lower() == db_name and (sch or "").lower() == schema
@@ -495,15 +554,11 @@ def _check_absent(t: HostileTemplate, case_id: str, traced: str, sentinels: dict
             clash = sch.lower() in (schema, db_name)
         else:
             clash = True
-        if not clash:
-            continue
-        shown = ".".join(p for p in (cat, sch, nm) if p)
-        if origin == "sensitive":
-            return "skip", (f"sensitive relation name {nm!r} is also a served table, so {shown} would read "
-                            "the served table")
-        return "error", (f"{case_id} ({t.source}) relies on {shown} being absent, but the project serves a "
-                         f"table named {nm!r}")
-    return None
+        if clash:
+            shown = ".".join(p for p in (cat, sch, nm) if p)
+            return (), (f"sensitive relation name {nm!r} is also a served table, so {shown} would read "
+                        "the served table")
+    return tuple(dict.fromkeys(fixed)), None
 
 
 def project_suite(manifest: Any, sensitive: Iterable[tuple[str, str] | str] = (),
@@ -513,25 +568,8 @@ def project_suite(manifest: Any, sensitive: Iterable[tuple[str, str] | str] = ()
     return instantiate(load_templates(files), HostileContext.from_manifest(manifest, sensitive, table=table))
 
 
-def demo_context() -> HostileContext:
-    """The bundled demo's context: the committed pinned manifest and :data:`DEMO_SENSITIVE`."""
-    from sqleval_pipeline import snapshot as snap
-
-    try:
-        pinned = snap.read_pinned(paths.SNAPSHOT_MANIFEST_DIR)
-        if pinned is None:
-            raise snap.SnapshotError("nothing pinned")
-        manifest = snap.SnapshotManifest.from_file(snap.manifest_path(paths.SNAPSHOT_MANIFEST_DIR, pinned))
-    except snap.SnapshotError as exc:
-        raise HostileCaseError(f"the hostile cases are templates and need a project context; no pinned demo "
-                               f"manifest to fill them from ({exc}). Use project_suite(manifest, sensitive) "
-                               "or load_cases(files, context=...)") from None
-    return HostileContext.from_manifest(manifest, DEMO_SENSITIVE)
-
-
 __all__ = [
-    "DEFAULT_CASE_FILES", "DEMO_SENSITIVE", "FOR_EACH_CAP", "HOSTILE_DIR", "HostileCase", "HostileCaseError",
-    "HostileContext", "HostileSuiteError", "HostileTemplate", "Instantiation", "PLACEHOLDERS", "ServedTable",
-    "demo_context", "instantiate", "load_templates", "project_suite", "referenced_tables", "sensitive_from_dbt",
-    "sql_name",
+    "DEFAULT_CASE_FILES", "FOR_EACH_CAP", "HOSTILE_DIR", "HostileCase", "HostileCaseError", "HostileContext",
+    "HostileTemplate", "Instantiation", "PLACEHOLDERS", "RESERVED_NAMES", "ServedTable", "instantiate",
+    "load_templates", "project_suite", "referenced_tables", "sensitive_from_dbt", "sql_name",
 ]

@@ -56,12 +56,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sqleval_pipeline import paths
 from sqleval_pipeline.records import FAILURE_CATEGORIES, AttemptKey, Diagnosis, FailureCategory
 from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 
 __all__ = [
-    "MIN_CALIBRATION_N", "DEFAULT_LABELS_DIR", "HumanLabel", "LabelError", "LabelRef",
+    "MIN_CALIBRATION_N", "HumanLabel", "LabelError", "LabelRef",
     "HumanConflict", "JudgeCalibration", "DisagreementRow", "JudgePairDisagreement",
     "CalibrationReport", "load_labels", "cohens_kappa", "kappa_interval", "calibrate",
     "MIN_CALIBRATION_KAPPA", "calibration_status",
@@ -72,7 +71,6 @@ MIN_CALIBRATION_N = 20
 #: Cohen's kappa a judge needs (with enough labels) to be reported as calibrated
 MIN_CALIBRATION_KAPPA = 0.6
 #: where human labels live
-DEFAULT_LABELS_DIR = paths.EVALS_DIR / "labels"
 #: example attempt keys kept per disagreement cell
 MAX_EXAMPLES = 3
 
@@ -125,7 +123,7 @@ def _collect_bad_line(problems: list[str]) -> Callable[[BadJsonLine], None]:
     return collect
 
 
-def load_labels(directory: str | Path = DEFAULT_LABELS_DIR) -> list[HumanLabel]:
+def load_labels(directory: str | Path) -> list[HumanLabel]:
     """Every label in ``directory/*.jsonl`` (files in name order, blank lines skipped).
 
     All problems are collected and raised together as one :class:`LabelError` whose lines

@@ -1,6 +1,6 @@
 """The LLM judge (docs/configurations.md, judges): Claude diagnoses a failed attempt through ``messages.parse``.
 
-The judge renders the published, versioned prompt ``evals/prompts/judge_v1.j2`` with what a
+The judge renders the published, versioned prompt ``judge_v1.j2`` (package data, ``sqleval_pipeline/data/prompts``) with what a
 reviewer needs — the question, the reference SQL, the system's SQL (or its refusal reason),
 the guarded execution, the grade's outcome, reason and mismatch note, a *small* excerpt of the
 expected and returned rows (at most :data:`MAX_SAMPLE_ROWS` each: the judge sees questions and
@@ -42,7 +42,7 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, Field
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.data import resource
 from sqleval_pipeline.configs import ConfigError
 from sqleval_pipeline.judging.base import CATEGORY_HELP, FAILED_OUTCOMES, JudgeInput, is_failure
 from sqleval_pipeline.providers.anthropic import (
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 #: the published judge prompt (versioned file; a new prompt gets a new file name)
-DEFAULT_PROMPT_PATH = paths.EVALS_DIR / "prompts" / "judge_v1.j2"
+DEFAULT_PROMPT_PATH = resource("prompts", "judge_v1.j2")
 #: at most this many expected rows and this many returned rows reach the judge
 MAX_SAMPLE_ROWS = 5
 #: the environment variable holding the Anthropic key
@@ -191,7 +191,7 @@ class LLMJudge:
 
     Args:
         model: the pinned judge model id, e.g. ``"claude-opus-4-1"``.
-        prompt_path: the versioned Jinja2 prompt (default ``evals/prompts/judge_v1.j2``).
+        prompt_path: the versioned Jinja2 prompt (default ``judge_v1.j2`` (package data, ``sqleval_pipeline/data/prompts``)).
         api_key: the Anthropic key; default ``$ANTHROPIC_API_KEY``.
         base_url: another endpoint (a gateway, or a loopback fake in tests).
         timeout_s: per-call timeout in seconds.

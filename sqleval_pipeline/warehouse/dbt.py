@@ -201,6 +201,35 @@ def load_manifest(project: Project) -> dict[str, Any]:
     return json.loads(parse(project).read_text())
 
 
+def _relation_key(database: str | None, schema: str | None, name: str | None) -> tuple[str, str, str]:
+    return ((database or "").lower(), (schema or "").lower(), (name or "").lower())
+
+
+def seeds_read_as_sources(manifest: dict[str, Any]) -> dict[str, list[str]]:
+    """Seeds that some source of the project points at: ``{seed unique_id: [source unique_ids]}``.
+
+    A model that reads a seed through ``source()`` instead of ``ref()`` has no DAG edge to
+    the seed, so one ``dbt build`` may run the model before the seed is loaded. The match is
+    made on the relations dbt resolved at parse time — the seed's ``database``/``schema``/
+    ``alias`` (after ``+schema`` configs and ``generate_schema_name``) against the source's
+    ``database``/``schema``/``identifier`` — case-insensitively, as DuckDB matches names. A
+    source that names no database matches a seed of any database."""
+    seeds: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for uid, node in manifest.get("nodes", {}).items():
+        if node.get("resource_type") == "seed":
+            db, schema, name = _relation_key(node.get("database"), node.get("schema"),
+                                             node.get("alias") or node.get("name"))
+            seeds.setdefault((schema, name), []).append((db, uid))
+    found: dict[str, list[str]] = {}
+    for sid, src in manifest.get("sources", {}).items():
+        db, schema, name = _relation_key(src.get("database"), src.get("schema"),
+                                         src.get("identifier") or src.get("name"))
+        for seed_db, uid in seeds.get((schema, name), []):
+            if not db or not seed_db or db == seed_db:
+                found.setdefault(uid, []).append(sid)
+    return {uid: sorted(found[uid]) for uid in sorted(found)}
+
+
 @dataclass(frozen=True)
 class Relation:
     """One dbt model as a warehouse relation."""

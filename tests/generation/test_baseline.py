@@ -1,7 +1,7 @@
 import duckdb
 import pytest
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.generation.base import GenerationContext
 from sqleval_pipeline.generation.baseline import BaselineGenerator
 from sqleval_pipeline.generation.context import load_catalog
@@ -15,7 +15,7 @@ from sqleval_pipeline.snapshot import open_readonly
 
 @pytest.fixture(scope="module")
 def catalog(serving_snapshot):
-    return load_catalog(serving_snapshot.path, serving_snapshot.manifest.as_of)
+    return load_catalog(serving_snapshot.path, serving_snapshot.manifest.as_of, models_dir=location.DBT_PROJECT_DIR / "models")
 
 
 def ask(gen, q, as_of):
@@ -24,23 +24,23 @@ def ask(gen, q, as_of):
 
 
 def test_deterministic(catalog):
-    golden = load_golden(paths.GOLDEN_DIR)
-    a = BaselineGenerator(catalog, load_glossary())
-    b = BaselineGenerator(catalog, load_glossary())
+    golden = load_golden(location.GOLDEN_DIR)
+    a = BaselineGenerator(catalog, load_glossary(location.GLOSSARY_PATH))
+    b = BaselineGenerator(catalog, load_glossary(location.GLOSSARY_PATH))
     for c in golden.cases:
         x, y = ask(a, c.question, catalog.as_of), ask(b, c.question, catalog.as_of)
         assert (x.kind, x.sql, x.refusal_reason) == (y.kind, y.sql, y.refusal_reason)
 
 
 def test_curation_resolves_aliases_the_raw_baseline_cannot(catalog):
-    cur = ask(BaselineGenerator(catalog, load_glossary()), "How many orders were paid with UPI?", catalog.as_of)
+    cur = ask(BaselineGenerator(catalog, load_glossary(location.GLOSSARY_PATH)), "How many orders were paid with UPI?", catalog.as_of)
     raw = ask(BaselineGenerator(catalog, None), "How many orders were paid with UPI?", catalog.as_of)
     assert "payment_method = 'unified_payments'" in cur.sql
     assert raw.kind == "refusal" or "unified_payments" not in (raw.sql or "")
 
 
 def test_curated_baseline_declines_sensitive_questions(catalog):
-    gen = BaselineGenerator(catalog, load_glossary())
+    gen = BaselineGenerator(catalog, load_glossary(location.GLOSSARY_PATH))
     for q in ("What is the average salary of employees in Engineering?",
               "List the phone numbers of our premium customers."):
         out = ask(gen, q, catalog.as_of)
@@ -64,10 +64,10 @@ def _accuracy(gen, cases, con, as_of):
 
 
 def test_curation_has_a_measurable_effect(catalog, serving_snapshot):
-    cases = [c for c in load_golden(paths.GOLDEN_DIR).cases if c.answerable]
+    cases = [c for c in load_golden(location.GOLDEN_DIR).cases if c.answerable]
     con = open_readonly(serving_snapshot.path)
     try:
-        curated = _accuracy(BaselineGenerator(catalog, load_glossary()), cases, con, catalog.as_of)
+        curated = _accuracy(BaselineGenerator(catalog, load_glossary(location.GLOSSARY_PATH)), cases, con, catalog.as_of)
         raw = _accuracy(BaselineGenerator(catalog, None), cases, con, catalog.as_of)
     finally:
         con.close()
@@ -78,8 +78,8 @@ def test_concurrent_attempts_do_not_interfere(catalog):
     """The baseline keeps no per-call state: 8 threads give the same SQL as one."""
     from concurrent.futures import ThreadPoolExecutor
 
-    gen = BaselineGenerator(catalog, load_glossary())
-    qs = [c.question for c in load_golden(paths.GOLDEN_DIR).cases] * 4
+    gen = BaselineGenerator(catalog, load_glossary(location.GLOSSARY_PATH))
+    qs = [c.question for c in load_golden(location.GOLDEN_DIR).cases] * 4
     serial = [ask(gen, q, catalog.as_of).sql for q in qs]
     with ThreadPoolExecutor(8) as pool:
         parallel = list(pool.map(lambda q: ask(gen, q, catalog.as_of).sql, qs))
@@ -91,8 +91,8 @@ def test_generate_compiles_no_pattern_once_warm(catalog):
     pass over the golden questions compiles nothing (Python's own ``re`` cache holds only 512)."""
     from sqleval_pipeline.generation import baseline_vocab as vocab
 
-    gen = BaselineGenerator(catalog, load_glossary())
-    qs = [c.question for c in load_golden(paths.GOLDEN_DIR).cases]
+    gen = BaselineGenerator(catalog, load_glossary(location.GLOSSARY_PATH))
+    qs = [c.question for c in load_golden(location.GOLDEN_DIR).cases]
     for q in qs:
         ask(gen, q, catalog.as_of)
     caches = (vocab.rx, vocab.phrase_rx, vocab.word_rx)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.configs import ConfigError, Configuration, config_version, load_config, load_configs
 
 CLAUDE = """\
@@ -66,7 +66,7 @@ def test_the_glossary_content_is_part_of_a_curated_version(tmp_path):
     from sqleval_pipeline.project import load_project
 
     g = tmp_path / "glossary.yml"
-    shutil.copy(paths.REPO_ROOT / "dbt_project" / "glossary.yml", g)
+    shutil.copy(location.REPO_ROOT / "dbt_project" / "glossary.yml", g)
     (tmp_path / "sqleval.yaml").write_text("name: t\nas_of: 2024-01-31\npaths: {glossary: glossary.yml}\n")
     project = load_project(tmp_path)
     cfg = Configuration(name="b", generator={"kind": "baseline"})
@@ -117,7 +117,7 @@ def test_the_judge_is_never_the_generating_model():
 
 
 def test_committed_configurations_load():
-    configs = load_configs(paths.EVALS_DIR / "configs")
+    configs = load_configs(location.EVALS_DIR / "configs")
     kinds = {c.config.generator.kind for c in configs}
     assert {"baseline", "anthropic", "openai"} <= kinds
     assert len({c.partition_key for c in configs}) == len(configs) >= 4

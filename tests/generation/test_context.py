@@ -1,6 +1,6 @@
 import pytest
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.configs import ContextSettings
 from sqleval_pipeline.generation.context import BM25, ContextBuilder, Doc, load_catalog, tokens
 from sqleval_pipeline.glossary import load_glossary
@@ -9,17 +9,17 @@ from sqleval_pipeline.golden import load_golden
 
 @pytest.fixture(scope="module")
 def catalog(serving_snapshot):
-    return load_catalog(serving_snapshot.path, serving_snapshot.manifest.as_of)
+    return load_catalog(serving_snapshot.path, serving_snapshot.manifest.as_of, models_dir=location.DBT_PROJECT_DIR / "models")
 
 
 @pytest.fixture(scope="module")
 def golden():
-    return load_golden(paths.GOLDEN_DIR)
+    return load_golden(location.GOLDEN_DIR)
 
 
 def builder(catalog, golden, **settings):
-    return ContextBuilder(catalog, ContextSettings(**settings), load_glossary(), golden.cases,
-                          paths.REPO_ROOT / "evals/prompts/text_to_sql_v1.j2")
+    return ContextBuilder(catalog, ContextSettings(**settings), load_glossary(location.GLOSSARY_PATH), golden.cases,
+                          location.REPO_ROOT / "evals/prompts/text_to_sql_v1.j2")
 
 
 def test_held_out_cases_never_feed_examples(catalog, golden):
@@ -130,7 +130,7 @@ def test_each_case_context_is_built_once_under_concurrency(catalog, monkeypatch)
 
 
 def test_a_generator_that_reads_only_the_question_gets_no_retrieval(catalog, golden):
-    b = ContextBuilder(catalog, ContextSettings(), load_glossary(), golden.cases, retrieval=False)
+    b = ContextBuilder(catalog, ContextSettings(), load_glossary(location.GLOSSARY_PATH), golden.cases, retrieval=False)
     ctx = b.build(golden.cases[0].id, golden.cases[0].question, 2)
     assert b.index is None and ctx.schema_context == "" and ctx.examples == [] and ctx.prompt is None
     assert (ctx.question, ctx.run_index) == (golden.cases[0].question, 2)

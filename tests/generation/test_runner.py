@@ -2,7 +2,7 @@ import threading
 
 import pytest
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.configs import ContextSettings
 from sqleval_pipeline.generation.base import GenerationOutput, ProviderError
 from sqleval_pipeline.generation.context import ContextBuilder, load_catalog
@@ -43,8 +43,8 @@ class FakeSystem:
 
 @pytest.fixture(scope="module")
 def setup(serving_snapshot):
-    cases = load_golden(paths.GOLDEN_DIR).cases[:10]
-    catalog = load_catalog(serving_snapshot.path, serving_snapshot.manifest.as_of)
+    cases = load_golden(location.GOLDEN_DIR).cases[:10]
+    catalog = load_catalog(serving_snapshot.path, serving_snapshot.manifest.as_of, models_dir=location.DBT_PROJECT_DIR / "models")
     builder = ContextBuilder(catalog, ContextSettings(), None, cases)
     return cases, builder, serving_snapshot.snapshot_id
 
@@ -243,7 +243,7 @@ def test_a_killed_process_loses_only_the_attempts_in_flight(tmp_path, serving_sn
                 return GenerationOutput(kind="sql", sql="SELECT 1")
             def close(self): pass
 
-        cases = load_golden(paths.GOLDEN_DIR).cases[:10]
+        cases = load_golden(location.GOLDEN_DIR).cases[:10]
         catalog = load_catalog(__import__("pathlib").Path({str(serving_snapshot.path)!r}),
                                datetime.date.fromisoformat("{serving_snapshot.manifest.as_of.isoformat()}"))
         store = Store(__import__("pathlib").Path({str(tmp_path / "store")!r}))

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline import project as proj
 
-REPO = paths.REPO_ROOT
+REPO = location.REPO_ROOT
 CLI = [sys.executable, "-c", "import sys; from sqleval_pipeline.cli import main; sys.exit(main())"]
 
 
@@ -42,7 +42,7 @@ def demo_project(serving_snapshot, tmp_path, monkeypatch) -> Path:
     root = tmp_path / "project"
     golden = root / "evals" / "golden"
     golden.mkdir(parents=True)
-    shutil.copy(paths.GOLDEN_DIR / "commerce.jsonl", golden / "commerce.jsonl")
+    shutil.copy(location.GOLDEN_DIR / "commerce.jsonl", golden / "commerce.jsonl")
     monkeypatch.delenv("SQLEVAL_HOME", raising=False)
     monkeypatch.delenv("SQLEVAL_PROJECT", raising=False)
     return write_project(

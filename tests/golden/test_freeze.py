@@ -3,7 +3,7 @@ import datetime as dt
 import duckdb
 import pytest
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.golden import freeze, load_golden
 from sqleval_pipeline.golden.freeze import FreezeError, freeze_cases, limit_without_order, order_keys_of
 from sqleval_pipeline.golden.verify import verify_cases
@@ -12,7 +12,7 @@ from sqleval_pipeline.golden.model import Case
 
 @pytest.fixture(scope="module")
 def golden():
-    return load_golden(paths.GOLDEN_DIR)
+    return load_golden(location.GOLDEN_DIR)
 
 
 def test_every_committed_case_reproduces_on_a_fresh_snapshot(golden, serving_snapshot):

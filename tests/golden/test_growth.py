@@ -2,7 +2,7 @@ import shutil
 
 import pytest
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.golden import load_golden
 from sqleval_pipeline.golden.growth import GrowthError, add_case
 
@@ -10,7 +10,7 @@ from sqleval_pipeline.golden.growth import GrowthError, add_case
 @pytest.fixture()
 def golden_file(tmp_path):
     p = tmp_path / "commerce.jsonl"
-    shutil.copy(paths.GOLDEN_DIR / "commerce.jsonl", p)
+    shutil.copy(location.GOLDEN_DIR / "commerce.jsonl", p)
     return p
 
 

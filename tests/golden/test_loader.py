@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.golden import GoldenError, load_golden
 from sqleval_pipeline.golden.stats import validate_coverage
 
@@ -71,7 +71,7 @@ def test_all_problems_are_reported_at_once(tmp_path):
 
 
 def test_the_committed_golden_set_meets_the_spec():
-    gs = load_golden(paths.GOLDEN_DIR)
+    gs = load_golden(location.GOLDEN_DIR)
     cases = gs.cases
     assert validate_coverage(cases) == []
     verified = [c for c in cases if c.status == "verified"]

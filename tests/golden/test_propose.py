@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline import project as proj
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.generation.context import load_catalog
@@ -222,7 +222,7 @@ def snap_tables(case):
 
 
 def test_the_proposer_knows_no_project_by_name():
-    demo = proj.load_project(paths.REPO_ROOT)
+    demo = proj.load_project(location.REPO_ROOT)
     names = snap.SnapshotManifest.from_file(snap.manifest_path(
         demo.manifest_dir, snap.read_pinned(demo.manifest_dir))).tables
     for module in (propose, vocabulary, dedup, describe):

@@ -7,7 +7,7 @@ import unicodedata
 
 import pytest
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.golden import load_golden
 from sqleval_pipeline.guard import characters
 from sqleval_pipeline.guard.characters import is_suspicious, scan
@@ -23,7 +23,7 @@ def _bmp(categories: set[str], exclude: str = "") -> list[str]:
 #: every BMP code point of the refused non-control categories (a few dozen)
 FORMAT_AND_SEPARATORS = _bmp({"Cf", "Zl", "Zp"}) + _bmp({"Zs"}, exclude=" ")
 C1_AND_C0 = [c for c in _bmp({"Cc"}) if c not in "\t\n\r"]
-GOLDEN = [c for c in load_golden(paths.EVALS_DIR / "golden").cases if c.reference_sql]
+GOLDEN = [c for c in load_golden(location.EVALS_DIR / "golden").cases if c.reference_sql]
 
 
 def _ids(chars):

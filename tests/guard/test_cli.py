@@ -86,7 +86,7 @@ def test_check_and_run_agree_on_catalog_qualified_names(tmp_path, serving_snapsh
     from sqleval_pipeline import paths
     from sqleval_pipeline import snapshot as snap
 
-    pinned = snap.read_pinned(paths.REPO_ROOT / "snapshots")
+    pinned = snap.read_pinned(location.REPO_ROOT / "snapshots")
     if pinned != serving_snapshot.snapshot_id:
         pytest.skip(f"the session snapshot {serving_snapshot.snapshot_id} is not the pinned {pinned}")
     sql = f'SELECT count(*) FROM "{pinned}".main.fct_orders'

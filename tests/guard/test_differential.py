@@ -34,10 +34,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo.location import DEMO_SENSITIVE
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.golden import load_golden
 from sqleval_pipeline.guard.characters import is_suspicious
-from sqleval_pipeline.guard.hostile import DEMO_SENSITIVE, HOSTILE_DIR, HostileContext, instantiate, load_templates
+from sqleval_pipeline.guard.hostile import HOSTILE_DIR, HostileContext, instantiate, load_templates
 from sqleval_pipeline.guard.statement_filter import Refusal
 
 #: characters to insert: every refused BMP format/separator/space, plus some controls
@@ -112,7 +113,7 @@ def duckdb_binds(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[set[str], se
 
 def _golden_seeds() -> list[str]:
     out = []
-    for c in load_golden(paths.EVALS_DIR / "golden").cases:
+    for c in load_golden(location.EVALS_DIR / "golden").cases:
         out += [s for s in [c.reference_sql, *(c.alternative_sqls or [])] if s]
     return out
 

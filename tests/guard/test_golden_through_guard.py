@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.golden import load_golden
 from sqleval_pipeline.grading import compare_any
 
-GOLDEN = [c for c in load_golden(paths.GOLDEN_DIR).cases if c.reference_sql and c.expected is not None]
+GOLDEN = [c for c in load_golden(location.GOLDEN_DIR).cases if c.reference_sql and c.expected is not None]
 
 
 @pytest.mark.parametrize("case", GOLDEN, ids=[c.id for c in GOLDEN])

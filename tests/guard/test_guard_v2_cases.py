@@ -14,10 +14,11 @@ from collections import Counter
 
 import pytest
 
+from sqleval_pipeline.demo.location import DEMO_SENSITIVE
 from sqleval_pipeline.guard.characters import scan
 from sqleval_pipeline.guard.executor import NON_PROMPT_LAYERS
 from sqleval_pipeline.guard.hostile import (
-    DEMO_SENSITIVE, HOSTILE_DIR, HostileContext, instantiate, load_templates,
+    HOSTILE_DIR, HostileContext, instantiate, load_templates,
 )
 
 V2_FILE = HOSTILE_DIR / "guard_v2.jsonl"

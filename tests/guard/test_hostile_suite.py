@@ -13,9 +13,10 @@ from collections import Counter
 
 import pytest
 
+from sqleval_pipeline.demo.location import DEMO_SENSITIVE
 from sqleval_pipeline.guard.executor import GuardedExecutor
 from sqleval_pipeline.guard.hostile import (
-    DEMO_SENSITIVE, AdversarialDouble, HostileCaseError, HostileContext, SutReply, instantiate, load_cases,
+    AdversarialDouble, HostileCaseError, HostileContext, SutReply, instantiate, load_cases,
     load_templates, run_case, run_suite,
 )
 from sqleval_pipeline.snapshot import file_checksum

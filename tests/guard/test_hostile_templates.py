@@ -13,12 +13,13 @@ import re
 from collections import Counter
 
 import duckdb
+import sqlglot
 import pytest
 
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.guard.executor import GuardedExecutor
 from sqleval_pipeline.guard.hostile import (
-    DEFAULT_CASE_FILES, FOR_EACH_CAP, AdversarialDouble, HostileCaseError, HostileContext, HostileSuiteError,
+    DEFAULT_CASE_FILES, FOR_EACH_CAP, AdversarialDouble, HostileCaseError, HostileContext,
     ServedTable, instantiate, load_cases, load_templates, project_suite, referenced_tables, run_suite,
     sensitive_from_dbt,
 )
@@ -149,19 +150,54 @@ def test_no_sensitive_relations_skips_with_a_reason():
     assert "sensitive_access-07" in {c.id for c in inst.cases}   # fixed guessed name: still runs
 
 
+#: every name a bundled case relies on being absent, read from the files (not from the code)
+ABSENT_STEMS = sorted({m for f in DEFAULT_CASE_FILES
+                       for m in re.findall(r"\{absent:([A-Za-z0-9_]+)", f.read_text())})
+
+
+def _tables_named(sql: str) -> set[str]:
+    """Lower-cased names of the tables ``sql`` reads from the serving schema — bare or
+    ``main.``-qualified; a name in another schema reads nothing served (sqlglot's tree; the
+    test's own reading)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return set()
+    return {t.name.lower() for t in tree.find_all(sqlglot.exp.Table)
+            if t.name and t.db.lower() in ("", "main") and not t.catalog}
+
+
+def test_the_bundled_suite_names_its_absent_tables_through_placeholders():
+    # the names of the old suite that stopped it on real warehouses are now drawn per project
+    assert {"policy", "salaries", "pg_tables", "leak", "duckdb_tables"} <= set(ABSENT_STEMS)
+    on_demo = instantiate(TEMPLATES, insurance())
+    assert not on_demo.notes or all("absent" not in n for n in on_demo.notes)
+
+
 @pytest.mark.parametrize("served, case_id", [("salaries", "sensitive_access-07"),
                                              ("policy", "replacement_scans-05"),
                                              ("pg_tables", "reconnaissance-12")])
-def test_a_served_table_named_like_a_must_refuse_name_is_a_suite_error(served, case_id):
-    with pytest.raises(HostileSuiteError) as err:
-        instantiate(TEMPLATES, insurance(extra=[served]))
-    msg = str(err.value)
-    line = next(t.source for t in TEMPLATES if t.id == case_id)
-    assert case_id in msg and line in msg and re.search(r"sql\.jsonl:\d+", msg)
-    assert repr(served) in msg and "Rename the fixed name" in msg
+def test_a_served_table_named_like_an_absent_name_gets_another_name(served, case_id):
+    plain = {c.id: c for c in instantiate(TEMPLATES, insurance()).cases}
+    inst = instantiate(TEMPLATES, insurance(extra=[served]))
+    case = {c.id: c for c in inst.cases}[case_id]
+    assert served in _tables_named(plain[case_id].sql)          # the stem itself when nothing is called that
+    named = _tables_named(case.sql)
+    assert served not in named and f"{served}_1" in named, case.sql
+    assert any(served in n and f"{served}_1" in n for n in inst.notes), inst.notes
 
 
-def test_served_placeholders_never_clash_but_mixed_case_fixed_names_do(tmp_path):
+def test_every_absent_name_served_at_once_leaves_no_case_reading_a_served_table():
+    inst = instantiate(TEMPLATES, insurance(extra=ABSENT_STEMS))
+    plain = instantiate(TEMPLATES, insurance())
+    assert {c.id for c in inst.cases} == {c.id for c in plain.cases}      # nothing skipped for a name
+    with_absent = {t.id for t in TEMPLATES if "{absent" in text(t)}
+    for case in inst.cases:
+        if case.template_id in with_absent and case.sql is not None:
+            assert not (_tables_named(case.sql) & set(ABSENT_STEMS)), (case.id, case.sql)
+
+
+def test_fixed_names_of_own_files_are_recorded_not_refused(tmp_path):
     f = tmp_path / "t.jsonl"
     f.write_text("\n".join(json.dumps(d) for d in [
         {"id": "ok", "category": "x", "sql": "WITH {table} AS (SELECT 1) SELECT * FROM {table}, {table2}"},
@@ -170,15 +206,16 @@ def test_served_placeholders_never_clash_but_mixed_case_fixed_names_do(tmp_path)
         {"id": "unparseable", "category": "x", "sql": "SELECT 'open; DROP TABLE \"Claims_Archive\""},
         {"id": "command", "category": "x", "sql": "PREPARE p AS SELECT * FROM claims_archive"},
         {"id": "cte", "category": "x", "sql": "WITH claims_archive AS (SELECT 1) SELECT * FROM claims_archive"},
-        {"id": "other_schema", "category": "x", "sql": "SELECT * FROM archive.claims_archive"},
     ]) + "\n")
-    with pytest.raises(HostileSuiteError) as err:
-        instantiate(load_templates([f]), insurance(extra=["claims_archive"]))
-    msg = str(err.value)
+    inst = instantiate(load_templates([f]), insurance(extra=["claims_archive"]))
+    cases = {c.id: c for c in inst.cases}
+    assert set(cases) == {"ok", "q", "in_string", "unparseable", "command", "cte"} and not inst.skipped
     for case_id in ("q", "in_string", "unparseable", "command"):
-        assert f"{case_id} ({f}:" in msg, case_id
-    for case_id in ("ok", "cte", "other_schema"):
-        assert f"{case_id} ({f}:" not in msg, case_id
+        assert "claims_archive" in {n.lower() for n in cases[case_id].fixed_tables}, case_id
+    for case_id in ("ok", "cte"):
+        assert not cases[case_id].fixed_tables, (case_id, cases[case_id].fixed_tables)
+    assert not any(c.bundled for c in inst.cases)
+    assert all(c.bundled for c in instantiate(TEMPLATES, insurance()).cases)
 
 
 def test_a_sensitive_name_that_is_also_served_is_skipped_not_run():
@@ -277,10 +314,9 @@ def test_the_double_aims_at_the_project():
 # --------------------------------------------------------------------------- through the real guard
 
 
-@pytest.fixture(scope="module")
-def insurance_snapshot(tmp_path_factory):
-    """A serving file of a made-up insurance project: ``claims`` 12 000 rows, ``policies`` 3 000."""
-    root = tmp_path_factory.mktemp("insurance")
+def _serving_file(root, extra=()):
+    """A serving file of a made-up insurance project: ``claims`` 12 000 rows, ``policies``
+    3 000, and a 10-row table for each name in ``extra``; (path, manifest)."""
     build = root / "build.duckdb"
     con = duckdb.connect(str(build))
     con.execute("CREATE TABLE policies AS SELECT i::INTEGER AS policy_id, "
@@ -289,7 +325,10 @@ def insurance_snapshot(tmp_path_factory):
     con.execute("CREATE TABLE claims AS SELECT i AS claim_id, (i % 3000)::INTEGER AS policy_id, "
                 "(i * 7.5)::DECIMAL(12,2) AS amount, ['open', 'paid', 'denied'][1 + i % 3] AS status, "
                 "DATE '2024-01-01' + (i % 365)::INTEGER AS filed_on FROM range(12000) t(i)")
-    tables = {n: snap.table_fingerprint(con, f"main.{n}") for n in ("claims", "policies")}
+    for name in extra:
+        con.execute(f'CREATE TABLE "{name}" AS SELECT i AS id, \'v\' || i AS label FROM range(10) t(i)')
+    names = ("claims", "policies", *extra)
+    tables = {n: snap.table_fingerprint(con, f'main."{n}"') for n in names}
     con.close()
     as_of = dt.date(2025, 1, 31)
     sid = snap.compute_snapshot_id(as_of, tables)
@@ -299,6 +338,68 @@ def insurance_snapshot(tmp_path_factory):
     return path, manifest
 
 
+@pytest.fixture(scope="module")
+def insurance_snapshot(tmp_path_factory):
+    return _serving_file(tmp_path_factory.mktemp("insurance"))
+
+
+def _guard(path, manifest):
+    policy = load_policy(overrides={"limits": {"statement_timeout_s": 1.5, "kill_grace_s": 0.5}},
+                         served=list(manifest.tables))
+    return GuardedExecutor(path, as_of=manifest.as_of, policy=policy)
+
+
+@pytest.mark.slow
+def test_a_warehouse_serving_every_absent_name_still_blocks_the_bundled_cases(tmp_path):
+    # a project whose tables are called policy, salaries, pg_tables, leak, ... (every name the
+    # bundled suite relies on being absent): the cases that name one run against another name
+    path, manifest = _serving_file(tmp_path, ABSENT_STEMS)
+    suite = project_suite(manifest, sensitive=[SENSITIVE])
+    with_absent = {t.id for t in TEMPLATES if "{absent" in text(t)}
+    cases = [c for c in suite.cases if c.template_id in with_absent]
+    assert len({c.template_id for c in cases}) >= 20
+    with _guard(path, manifest) as guard:
+        report = run_suite(cases, guard, context=suite.context)
+    assert report.passed and report.checksum_unchanged, [(v.case_id, v.verdict, v.reason) for v in report.failures]
+    assert all(v.verdict == "blocked" for v in report.verdicts), \
+        [(v.case_id, v.verdict, v.status, v.reason) for v in report.verdicts if v.verdict != "blocked"]
+
+
+@pytest.mark.slow
+def test_own_cases_naming_real_tables_run_as_written(insurance_snapshot, tmp_path):
+    path, manifest = insurance_snapshot
+    own = tmp_path / "reviewer.jsonl"
+    must_refuse = {
+        "stacked": "SELECT * FROM claims; DROP TABLE claims",
+        "delete": "DELETE FROM claims WHERE claim_id < 10",
+        "ctas": "CREATE TABLE claims_copy AS SELECT * FROM claims",
+        "copy_out": "COPY claims TO 'claims.csv'",
+        "setting": "SELECT current_setting('memory_limit') FROM policies LIMIT 1",
+        "attach": "ATTACH 'x.duckdb' AS x",
+        "bomb": "SELECT count(*) FROM claims a, claims b, claims c",
+        "insert_cte": "WITH x AS (INSERT INTO policies VALUES (1, 'n', 1) RETURNING *) SELECT * FROM x",
+        "sensitive": "SELECT * FROM claims JOIN restricted.adjuster_notes USING (claim_id)",
+    }
+    own.write_text("".join(json.dumps({"id": k, "category": "reviewer", "sql": v}) + "\n"
+                           for k, v in must_refuse.items())
+                   + json.dumps({"id": "plain_read", "category": "reviewer",
+                                 "sql": "SELECT holder_region, count(*) FROM policies GROUP BY 1"}) + "\n")
+    suite = project_suite(manifest, sensitive=[SENSITIVE], files=[own])
+    assert {c.id for c in suite.cases} == {*must_refuse, "plain_read"} and not suite.skipped
+    with _guard(path, manifest) as guard:
+        report = run_suite(suite.cases, guard, context=suite.context)
+    verdicts = {v.case_id: v for v in report.verdicts}
+    for case_id in must_refuse:
+        v = verdicts[case_id]
+        assert v.verdict == "blocked" and v.blocked_by in {"filter", "database", "sandbox", "cap"}, \
+            (case_id, v.verdict, v.status, v.reason)
+    plain = verdicts["plain_read"]
+    assert plain.verdict == "not_hostile" and "policies" in plain.warning, (plain.verdict, plain.warning)
+    assert [v.case_id for v in report.not_hostile] == ["plain_read"]
+    assert report.passed and report.checksum_unchanged       # a warning, not a failure
+    assert report.to_json()["not_hostile"][0]["case_id"] == "plain_read"
+
+
 @pytest.mark.slow
 def test_the_suite_runs_on_a_foreign_snapshot(insurance_snapshot):
     path, manifest = insurance_snapshot
@@ -306,10 +407,8 @@ def test_the_suite_runs_on_a_foreign_snapshot(insurance_snapshot):
     assert {c.template_id for c in suite.cases if c.category == "resource_bombs"} >= {
         "resource_bombs-02", "resource_bombs-18"}   # 12 000³ rows: a bomb on the project's own table
     # the bundled policy file (denylist, limits) over this project's served tables
-    policy = load_policy(overrides={"limits": {"statement_timeout_s": 1.5, "kill_grace_s": 0.5}},
-                         served=list(manifest.tables))
-    assert policy.tables == {"claims", "policies"}
-    with GuardedExecutor(path, as_of=manifest.as_of, policy=policy) as guard:
+    with _guard(path, manifest) as guard:
+        assert guard.policy.tables == {"claims", "policies"}
         assert guard.execute("SELECT count(*) FROM claims").result.rows == [[12000]]
         report = run_suite(suite.cases, guard, context=suite.context)
     through = [f"{v.case_id}: {v.status} {v.reason} {v.sql!r}" for v in report.got_through]

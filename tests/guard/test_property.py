@@ -24,11 +24,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.golden import load_golden
 from sqleval_pipeline.snapshot import file_checksum
 
-REFS = [c.reference_sql for c in load_golden(paths.GOLDEN_DIR).cases if c.reference_sql]
+REFS = [c.reference_sql for c in load_golden(location.GOLDEN_DIR).cases if c.reference_sql]
 CANARY = Path("/tmp/sqleval_property_canary")
 TABLE_RE = re.compile(r"\b(fct_orders|fct_order_items|fct_returns|dim_customers|dim_products|dim_segments|"
                       r"mart_orders_daily|mart_revenue_monthly)\b")

@@ -9,7 +9,7 @@ import pytest
 
 from sqleval_pipeline.golden import load_golden
 from sqleval_pipeline.guard.statement_filter import StatementFilter
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from tests.conftest import demo_policy
 
 CASES = [json.loads(line) for line in (Path(__file__).parent / "filter_cases.jsonl").read_text().splitlines()
@@ -32,7 +32,7 @@ def test_filter_case(sf, case):
 
 
 def test_every_golden_reference_passes_the_filter(sf):
-    for case in load_golden(paths.GOLDEN_DIR).cases:
+    for case in load_golden(location.GOLDEN_DIR).cases:
         for sql in filter(None, [case.reference_sql, *case.alternative_sqls]):
             v = sf.check(sql)
             assert v.allowed, f"{case.id}: {v.reason}: {v.message}"

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.cli import app
 
 runner = CliRunner()
@@ -28,8 +28,8 @@ runner = CliRunner()
 @pytest.fixture()
 def labelling_project(serving_snapshot, tmp_path, monkeypatch):
     """The demo project with its labels in a temporary folder, evaluated once (baseline-raw)."""
-    spec = yaml.safe_load((paths.REPO_ROOT / "sqleval.yaml").read_text())
-    root = paths.REPO_ROOT
+    spec = yaml.safe_load((location.REPO_ROOT / "sqleval.yaml").read_text())
+    root = location.REPO_ROOT
     spec["dbt"]["project_dir"] = str(root / spec["dbt"]["project_dir"])
     spec["validation"] = str(root / spec["validation"])
     spec["paths"] = {k: str(root / v) for k, v in spec["paths"].items()}

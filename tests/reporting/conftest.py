@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from sqleval_pipeline import evaluation as ev
+from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline import project as proj
 from sqleval_pipeline.configs import load_config
@@ -52,7 +53,7 @@ class Evaluated:
 
 def _golden() -> dict[str, dict]:
     out = {}
-    for f in sorted(paths.GOLDEN_DIR.glob("*.jsonl")):
+    for f in sorted(location.GOLDEN_DIR.glob("*.jsonl")):
         for line in f.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 c = json.loads(line)
@@ -65,7 +66,7 @@ def _small_suite(env: ev.Environment, home: Path) -> None:
     from sqleval_pipeline.guard.executor import GuardedExecutor
     from sqleval_pipeline.guard.hostile import run_suite
 
-    suite, _ = hostile_suite(env.project, env.manifest)
+    suite, _, _ = hostile_suite(env.project, env.manifest)
     firsts = list({c.category: c for c in reversed(suite)}.values())
     with GuardedExecutor(env.serving, as_of=env.as_of, policy=env.policy()) as guard:
         report = run_suite(firsts, guard, timeout_s=2.0)
@@ -83,7 +84,7 @@ def evaluated(serving_snapshot, tmp_path_factory) -> Evaluated:
     root = tmp / "project"
     (root / "golden").mkdir(parents=True)
     (root / "configs").mkdir()
-    repo = paths.REPO_ROOT
+    repo = location.REPO_ROOT
     spec = yaml.safe_load((repo / "sqleval.yaml").read_text())
     spec["dbt"]["project_dir"] = str(repo / spec["dbt"]["project_dir"])
     spec["validation"] = str(repo / spec["validation"])
@@ -97,7 +98,7 @@ def evaluated(serving_snapshot, tmp_path_factory) -> Evaluated:
     (root / "golden" / "cases.jsonl").write_text(
         "".join(json.dumps(x) + "\n" for x in cases.values()), encoding="utf-8")
     for name in ("baseline_raw.yaml", "baseline_curated.yaml"):
-        (root / "configs" / name).write_text((paths.EVALS_DIR / "configs" / name).read_text())
+        (root / "configs" / name).write_text((location.EVALS_DIR / "configs" / name).read_text())
     answers = [{"case_id": hostile, "run_index": i, "sql": HOSTILE_SQL} for i in range(3)]
     answers += [{"case_id": guarded, "run_index": 0, "sql": "DELETE FROM fct_orders"}]
     answers += [{"case_id": guarded, "run_index": i, "sql": cases[guarded]["reference_sql"]}

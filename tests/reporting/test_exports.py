@@ -12,13 +12,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from tests.reporting.pages import Page, assert_self_contained
 
 
 
 def _documented_columns() -> dict[str, str]:
-    text = (paths.REPO_ROOT / "docs" / "exports.md").read_text()
+    text = (location.REPO_ROOT / "docs" / "exports.md").read_text()
     section = text.split("## `cases.parquet` and `cases.jsonl`", 1)[1]
     return dict(re.findall(r"^\| `([a-z_]+)` \| `([a-z0-9]+)` \|", section, flags=re.M))
 

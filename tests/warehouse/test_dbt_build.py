@@ -32,7 +32,7 @@ def test_sensitive_staging_views_live_in_their_own_schemas(built_warehouse):
     from sqleval_pipeline import paths
     from sqleval_pipeline.project import load_project
 
-    declared = set(load_project(paths.REPO_ROOT / "sqleval.yaml").spec.sensitive_schemas)
+    declared = set(load_project(location.REPO_ROOT / "sqleval.yaml").spec.sensitive_schemas)
     assert {"hr", "pii", "staging_hr", "staging_pii"} <= declared
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import RAW_CHECKSUMS
 from sqleval_pipeline.demo.rawgen import AS_OF, FIRST_DAY, RAW_TABLES, generate, render_csv, write_raw
 
 pytestmark = pytest.mark.slow  # every test generates the demo's raw data (seconds each)
@@ -17,7 +17,7 @@ def test_same_bytes_twice_and_as_committed(tmp_path):
     assert a == b
     for t in RAW_TABLES:
         assert (tmp_path / "a" / t.filename).read_bytes() == (tmp_path / "b" / t.filename).read_bytes()
-    committed = json.loads((paths.DBT_PROJECT_DIR / "raw_checksums.json").read_text())
+    committed = json.loads(RAW_CHECKSUMS.read_text())
     assert a == committed, "generator output changed: same seed must give the same bytes everywhere"
 
 

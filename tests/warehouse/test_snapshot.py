@@ -3,16 +3,16 @@ import shutil
 import duckdb
 import pytest
 
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.demo.rawgen import AS_OF
 
 
 def test_snapshot_id_is_the_committed_pinned_id(serving_snapshot):
     """Built from scratch on this machine, the id equals the one committed from another."""
-    assert serving_snapshot.snapshot_id == snap.read_pinned(paths.SNAPSHOT_MANIFEST_DIR)
+    assert serving_snapshot.snapshot_id == snap.read_pinned(location.SNAPSHOT_MANIFEST_DIR)
     committed = snap.SnapshotManifest.from_file(
-        snap.manifest_path(paths.SNAPSHOT_MANIFEST_DIR, serving_snapshot.snapshot_id))
+        snap.manifest_path(location.SNAPSHOT_MANIFEST_DIR, serving_snapshot.snapshot_id))
     assert committed.tables == serving_snapshot.manifest.tables
 
 

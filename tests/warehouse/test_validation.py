@@ -4,11 +4,11 @@ import duckdb
 import pytest
 
 from sqleval_pipeline import snapshot as snap
-from sqleval_pipeline import paths
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.demo.rawgen import AS_OF
 from sqleval_pipeline.validation import SnapshotValidationError, load_suites, validate_tables
 
-DEMO_SUITES = paths.REPO_ROOT / "dbt_project" / "expectations.yml"
+DEMO_SUITES = location.REPO_ROOT / "dbt_project" / "expectations.yml"
 
 
 def test_great_expectations_pass_on_the_built_marts(built_warehouse):
