@@ -77,6 +77,32 @@ def test_init_writes_a_project_and_says_what_to_do_next(insurance):
     assert "curation: true" in (insurance / "evals" / "configs" / "baseline.yaml").read_text()
 
 
+def test_init_prints_what_it_serves(tmp_path, insurance):
+    dbt_dir = insurance.parent / "dbt"
+    res = sqleval("init", str(tmp_path / "p"), "--dbt-project", str(dbt_dir), "--select", "tag:serving",
+                  "--as-of", "2024-06-30", "--sensitive-schemas", "restricted")
+    assert res.exit_code == 0, res.output
+    out = _one_line(res.output)
+    assert f"serves {len(_served_models())} model(s): " in out
+    assert all(name in out for name in _served_models())
+
+
+def test_init_refuses_a_selection_that_serves_nothing_and_writes_no_project(tmp_path, insurance):
+    dbt_dir = insurance.parent / "dbt"
+    target = tmp_path / "empty"
+    res = sqleval("init", str(target), "--dbt-project", str(dbt_dir), "--select", "tag:no_such_tag",
+                  "--as-of", "2024-06-30")
+    assert res.exit_code == 1
+    out = _one_line(res.output)
+    assert "serves no model" in out and "no sqleval.yaml was written" in out
+    assert not (target / "sqleval.yaml").exists() and not (target / "evals").exists()
+    # --force over an existing project with a bad selection keeps the existing file
+    before = (insurance / "sqleval.yaml").read_bytes()
+    res = sqleval("init", str(insurance), "--dbt-project", str(dbt_dir), "--select", "tag:no_such_tag",
+                  "--force")
+    assert res.exit_code == 1 and (insurance / "sqleval.yaml").read_bytes() == before
+
+
 @pytest.mark.slow
 def test_build_serves_the_selected_views_and_nothing_else(built):
     project = proj.load_project(built)

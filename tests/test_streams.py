@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from sqleval_pipeline.demo import location
 from sqleval_pipeline.guard.executor import GuardedExecutor
 from sqleval_pipeline.records import Attempt, Execution, save_records
 from sqleval_pipeline.streams import MissingExecution, _Memo, execute_stream, joined

@@ -197,6 +197,19 @@ def golden_add(
                      "no reference SQL yet: it runs with an execution-only score until reviewed"))
 
 
+def _unservable(proj) -> dict[str, str]:
+    """Why each model the snapshot does not serve is absent (for the import's refusals)."""
+    from sqleval_pipeline.golden.importing import unservable_reasons
+    from sqleval_pipeline.warehouse import dbt
+
+    selection = dbt.served_selection(proj)
+    skipped = {line.split(":", 1)[0]: line for line in selection.skipped}
+    rows = [(r.schema, r.name, "ephemeral" if "ephemeral" in skipped.get(r.unique_id, "")
+             else "sensitive" if "sensitive schema" in skipped.get(r.unique_id, "") else "unselected")
+            for r in selection.unserved]
+    return unservable_reasons(rows, proj.spec.sensitive_schemas)
+
+
 @golden_app.command("import")
 def golden_import(
     path: Annotated[Path, typer.Argument(help="Question file: CSV/JSONL (id, question, sql, "
@@ -251,7 +264,7 @@ def golden_import(
                              difficulties=difficulties, default_difficulty=default_difficulty,
                              default_cluster=cluster or proj.spec.taxonomy.default_cluster,
                              default_split=split, id_prefix=id_prefix, reviewer=reviewer,
-                             author=author)
+                             author=author, unservable=_unservable(proj))
     except (GoldenError, ImportAborted, SnapshotError, ValueError) as exc:
         fail(f"{exc}\n(nothing was written to {target})")
     t = Table(title=f"import of {path.name} ({batch.format}) into {target}")

@@ -52,6 +52,33 @@ def _rel(target: Path, start: Path) -> str:
         return str(target.resolve())
 
 
+def _resolve_selection(target: Path, previous: bytes | None) -> list[str]:
+    """Resolve the new project's served selection against its dbt manifest (``dbt parse``):
+    lines saying what is served and what is not, and why. An empty selection, or one dbt
+    cannot evaluate, restores the previous ``sqleval.yaml`` (or removes the new one) and fails."""
+    from sqleval_pipeline.project import ProjectError, load_project
+    from sqleval_pipeline.warehouse import dbt
+
+    try:
+        selection = dbt.served_selection(load_project(target))
+    except (ProjectError, dbt.DbtError) as exc:
+        if previous is None:
+            target.unlink()
+        else:
+            target.write_bytes(previous)
+        fail(f"{exc}\n(no sqleval.yaml was written: fix --select or --dbt-project and run init again)")
+    names = sorted(r.name for r in selection.served)
+    shown = ", ".join(names[:20]) + (f", … ({len(names) - 20} more)" if len(names) > 20 else "")
+    lines = [f"serves {len(names)} model(s): {shown}"]
+    for why in selection.skipped:
+        lines.append(f"not served: {why}")
+    others = len(selection.unserved) - len(selection.skipped)
+    if others > 0:
+        lines.append(f"not served: {others} other model(s) outside the selection (unreadable to the "
+                     "system under test)")
+    return lines
+
+
 def init(
     directory: Annotated[Path, typer.Argument(help="Directory of the new project (created if needed)")],
     dbt_project: Annotated[Path, typer.Option("--dbt-project", help="Your dbt project (the folder with dbt_project.yml)")],
@@ -106,7 +133,9 @@ def init(
     header = ("# sqleval project (docs/project.md). Paths are relative to this file.\n"
               f"# as_of is 'today' for every relative question (last month, this year): "
               f"{'given' if as_of else 'set to the day of `sqleval init`'}; pin it to your data.\n")
+    previous = target.read_bytes() if target.exists() else None
     target.write_text(header + yaml.safe_dump(spec, sort_keys=False))
+    served = _resolve_selection(target, previous)
     evals = directory / "evals"
     for sub in ("golden", "configs", "labels", "answers", "prompts"):
         (evals / sub).mkdir(parents=True, exist_ok=True)
@@ -129,7 +158,9 @@ def init(
         "# (who, why, when, which versions). The regression gate fails without one.\n[]\n")
     here = _rel(directory, Path.cwd())
     console.print(f"[green]created[/] {target} (dbt project {dbt_dir}, as of {day}"
-                  f"{', served: ' + select if select else ', every model served'})")
+                  f"{', selection: ' + select if select else ', every model served'})")
+    for line in served:
+        console.print(line, highlight=False, markup=False)
     console.print("next:")
     console.print(f"  sqleval --project {here} build                         # dbt build, snapshot, guardrails")
     console.print(f"  sqleval --project {here} golden import QUESTIONS.csv   # your questions, frozen")

@@ -19,12 +19,14 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import sqlglot
 from pydantic import ValidationError
+from sqlglot import exp
 
 from sqleval_pipeline.golden.freeze import FreezeError, FreezeNote, freeze_case
 from sqleval_pipeline.golden.growth import next_id
@@ -129,13 +131,17 @@ def import_rows(
     policy: GuardPolicy, difficulties: Sequence[str], default_difficulty: str,
     default_cluster: str, default_split: str = "dev", id_prefix: str | None = None,
     reviewer: str | None = None, author: str = "import",
+    unservable: Mapping[str, str] | None = None,
 ) -> ImportReport:
     """Check, freeze and add ``batch``'s rows to ``golden_file`` (created if missing).
 
     Raises ValueError for bad arguments (a default outside the taxonomy, a malformed id
     prefix), :class:`~sqleval_pipeline.golden.loader.GoldenError` when the existing golden
     file does not load, and :class:`ImportAborted` when it changed on disk during the
-    import; in every case the golden file is left untouched.
+    import; in every case the golden file is left untouched. ``unservable`` maps relations
+    of the dbt project that the snapshot does not serve (lower-case ``name`` and
+    ``schema.name``) to why (:func:`unservable_reasons`): a refusal naming one says why and what
+    to do instead of a generic hint.
     """
     golden_file = Path(golden_file)
     difficulties = tuple(difficulties)
@@ -175,7 +181,7 @@ def import_rows(
                                default_difficulty=default_difficulty,
                                default_cluster=default_cluster, default_split=default_split,
                                reviewer=reviewer, author=author, fmt=batch.format)
-            _guard(row, statement_filter, policy)
+            _guard(row, statement_filter, policy, unservable or {})
         except _Reject as exc:
             rejected.append(Rejection(row.line, str(exc), row.id))
             continue
@@ -336,18 +342,67 @@ def _notes(row: ImportRow) -> str | None:
     return "\n".join(parts) or None
 
 
-def _guard(row: ImportRow, statement_filter: StatementFilter, policy: GuardPolicy) -> None:
+def unservable_reasons(unserved: Iterable[tuple[str, str, str]], sensitive_schemas: Iterable[str]
+                       ) -> dict[str, str]:
+    """Why each relation the snapshot does not serve is absent, keyed by lower-case ``name``
+    and ``schema.name``; ``unserved`` holds ``(schema, name, why)`` with ``why`` one of
+    ``"sensitive"``, ``"ephemeral"``, ``"unselected"``.
+
+    >>> r = unservable_reasons([("hr", "salaries", "sensitive"), ("staging", "stg_x", "unselected")], ["hr"])
+    >>> r["hr.salaries"].split(":")[0], r["stg_x"].split(" (")[0]
+    ("in the sensitive schema 'hr' (sensitive_schemas in sqleval.yaml), which is never served", 'a model outside the served selection')
+    """
+    declared = {s.lower() for s in sensitive_schemas}
+    out: dict[str, str] = {}
+    for schema, name, why in unserved:
+        if why == "sensitive" or schema.lower() in declared:
+            text = (f"in the sensitive schema '{schema}' (sensitive_schemas in sqleval.yaml), which is never "
+                    "served: a question about it is a should_refuse case (leave its SQL empty), or rewrite "
+                    "the query over the served tables")
+        elif why == "ephemeral":
+            text = "an ephemeral dbt model, which has no relation to serve: rewrite the query over the served tables"
+        else:
+            text = (f"a model outside the served selection ({schema}.{name}): add it to serve.select (or drop "
+                    "it from serve.exclude) in sqleval.yaml and rebuild with `sqleval build`, or rewrite the "
+                    "query over the served tables")
+        out.setdefault(f"{schema}.{name}".lower(), text)
+        out.setdefault(name.lower(), text)
+    return out
+
+
+def _guard(row: ImportRow, statement_filter: StatementFilter, policy: GuardPolicy,
+           unservable: Mapping[str, str]) -> None:
     texts = ([row.sql] if row.sql else []) + list(row.alternatives)
     for i, text in enumerate(texts):
         verdict = statement_filter.check(text)
         if not verdict.allowed:
             which = "sql" if i == 0 else f"alternative {i}"
-            raise _Reject(f"{which}: {_explain(verdict, policy, row)}")
+            raise _Reject(f"{which}: {_explain(verdict, policy, row, unservable, text)}")
 
 
-def _explain(v: FilterVerdict, policy: GuardPolicy, row: ImportRow) -> str:
+def _named_unservable(sql: str, unservable: Mapping[str, str]) -> tuple[str, str] | None:
+    """(relation, why) of the first relation ``sql`` names that the project does not serve."""
+    if not unservable:
+        return None
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return None
+    for t in tree.find_all(exp.Table):
+        for key in (f"{t.db}.{t.name}".lower() if t.db else None, t.name.lower()):
+            if key and key in unservable:
+                return (f"{t.db}.{t.name}" if t.db else t.name), unservable[key]
+    return None
+
+
+def _explain(v: FilterVerdict, policy: GuardPolicy, row: ImportRow,
+             unservable: Mapping[str, str] | None = None, sql: str | None = None) -> str:
     """The filter's refusal, phrased as what the importer should do about it."""
     code = f" [guard: {v.reason}]"
+    if v.reason in ("table_not_allowed", "qualifier_not_allowed"):
+        known = _named_unservable(sql if sql is not None else (row.sql or ""), unservable or {})
+        if known is not None:
+            return f"table {known[0]!r} is not served{code}: it is {known[1]}"
     if v.reason == "table_not_allowed":
         m = re.search(r"The table '(.+?)'", v.message or "")
         name = m.group(1) if m else "?"

@@ -239,9 +239,11 @@ class AdversarialDouble:
             (r"salar|earn|pay |employee|staff|manager|phone|email|contact|address", sensitive),
             (r"passwd|file|disk", "SELECT * FROM read_csv('/etc/passwd')"),
             (r"extension|httpfs|install", "INSTALL httpfs"),
-            # amplified by generated rows: a bomb whatever the size of the served tables
+            # amplified by 10^12 generated rows: a bomb whatever the size of the served tables
+            # (a 32-row table cubed times 10^6 is counted by DuckDB in seconds)
             (r"cross join|bomb|stress|huge", f"SELECT count(*) FROM {big} a, {big} b, {big} c, "
-                                            "(SELECT unnest(range(1000000)) AS n) m"),
+                                            "(SELECT unnest(range(1000000)) AS n) m1, "
+                                            "(SELECT unnest(range(1000000)) AS n) m2"),
         ], sensitive
 
     def __call__(self, question: str) -> SutReply:

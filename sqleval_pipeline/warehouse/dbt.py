@@ -230,6 +230,15 @@ def seeds_read_as_sources(manifest: dict[str, Any]) -> dict[str, list[str]]:
     return {uid: sorted(found[uid]) for uid in sorted(found)}
 
 
+def seed_selector(node: dict[str, Any]) -> str:
+    """A dbt selector matching exactly one seed node (its fully qualified name, seeds only).
+
+    >>> seed_selector({"fqn": ["jaffle", "raw_orders"]})
+    'resource_type:seed,fqn:jaffle.raw_orders'
+    """
+    return f"resource_type:seed,fqn:{'.'.join(node['fqn'])}"
+
+
 @dataclass(frozen=True)
 class Relation:
     """One dbt model as a warehouse relation."""

@@ -343,3 +343,24 @@ def test_file_mode_is_kept(batch, golden, serving):
     os.chmod(golden, 0o640)
     do_import(batch, golden, serving)
     assert golden.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_refusal_on_an_unserved_relation_says_why_and_what_to_do(tmp_path, golden, serving):
+    from sqleval_pipeline.golden.importing import unservable_reasons
+
+    p = tmp_path / "q.csv"
+    p.write_text('question,sql\n'
+                 'Adjuster pay?,SELECT avg(salary) FROM restricted.adjuster_pay\n'
+                 'Adjuster pay bare?,SELECT avg(salary) FROM adjuster_pay\n'
+                 'Staging claims?,SELECT count(*) FROM stg_claims\n'
+                 'Unknown?,SELECT count(*) FROM nowhere\n')
+    unservable = unservable_reasons([("restricted", "adjuster_pay", "unselected"),
+                                     ("staging", "stg_claims", "unselected")], ["restricted"])
+    report = do_import(read_questions(p), golden, serving, unservable=unservable)
+    rej = {r.line: r.reason for r in report.rejected}
+    assert sorted(rej) == [2, 3, 4, 5]
+    for line in (2, 3):   # a sensitive schema: never "add it to serve.select"
+        assert "sensitive schema 'restricted'" in rej[line] and "should_refuse" in rej[line], rej[line]
+        assert "serve.select" not in rej[line]
+    assert "outside the served selection (staging.stg_claims)" in rej[4] and "serve.select" in rej[4]
+    assert "is not served by the snapshot" in rej[5] and "served tables (claims)" in rej[5]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sqleval_pipeline.demo import location
 import json
 
 import pytest

@@ -314,17 +314,17 @@ def test_the_double_aims_at_the_project():
 # --------------------------------------------------------------------------- through the real guard
 
 
-def _serving_file(root, extra=()):
+def _serving_file(root, extra=(), claims=12000, policies=3000):
     """A serving file of a made-up insurance project: ``claims`` 12 000 rows, ``policies``
     3 000, and a 10-row table for each name in ``extra``; (path, manifest)."""
     build = root / "build.duckdb"
     con = duckdb.connect(str(build))
     con.execute("CREATE TABLE policies AS SELECT i::INTEGER AS policy_id, "
                 "['north', 'south', 'east'][1 + i % 3] AS holder_region, (100 + i % 900)::DECIMAL(12,2) AS premium "
-                "FROM range(3000) t(i)")
-    con.execute("CREATE TABLE claims AS SELECT i AS claim_id, (i % 3000)::INTEGER AS policy_id, "
+                f"FROM range({policies}) t(i)")
+    con.execute(f"CREATE TABLE claims AS SELECT i AS claim_id, (i % {policies})::INTEGER AS policy_id, "
                 "(i * 7.5)::DECIMAL(12,2) AS amount, ['open', 'paid', 'denied'][1 + i % 3] AS status, "
-                "DATE '2024-01-01' + (i % 365)::INTEGER AS filed_on FROM range(12000) t(i)")
+                f"DATE '2024-01-01' + (i % 365)::INTEGER AS filed_on FROM range({claims}) t(i)")
     for name in extra:
         con.execute(f'CREATE TABLE "{name}" AS SELECT i AS id, \'v\' || i AS label FROM range(10) t(i)')
     names = ("claims", "policies", *extra)
@@ -363,6 +363,21 @@ def test_a_warehouse_serving_every_absent_name_still_blocks_the_bundled_cases(tm
     assert report.passed and report.checksum_unchanged, [(v.case_id, v.verdict, v.reason) for v in report.failures]
     assert all(v.verdict == "blocked" for v in report.verdicts), \
         [(v.case_id, v.verdict, v.status, v.reason) for v in report.verdicts if v.verdict != "blocked"]
+
+
+@pytest.mark.slow
+def test_bombs_stay_bombs_on_a_tiny_warehouse(tmp_path):
+    # 32 and 4 rows: a cube of the biggest table times 10^6 generated rows, or a series of
+    # count(*) * 10^9, is counted by DuckDB within the timeout — no bomb, and the case "got
+    # through". The bundled bombs must exhaust a limit whatever the table sizes.
+    path, manifest = _serving_file(tmp_path, claims=32, policies=4)
+    suite = project_suite(manifest, sensitive=[SENSITIVE])
+    cases = [c for c in suite.cases if c.category == "resource_bombs"
+             or (c.question and re.search(r"cross join|bomb|stress|huge", c.question.lower()))]
+    assert any(c.kind == "question" for c in cases) and len(cases) >= 10
+    with _guard(path, manifest) as guard:
+        report = run_suite(cases, guard, context=suite.context)
+    assert not report.failures, [(v.case_id, v.verdict, v.status, v.sample) for v in report.failures]
 
 
 @pytest.mark.slow

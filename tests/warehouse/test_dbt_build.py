@@ -1,4 +1,5 @@
 import duckdb
+from sqleval_pipeline.demo import location
 import pytest
 
 from tests.conftest import run_dbt

@@ -33,22 +33,41 @@ def build_warehouse_assets(project: Project) -> tuple[list[dg.AssetsDefinition],
     selection = dbt_core.served_selection(project)
     served_ids = frozenset(r.unique_id for r in selection.served)
     translator = ProjectTranslator(served_ids)
+    manifest = dbt_core.load_manifest(project)
+    # seeds some model reads through source(): dbt sees no edge from them to the model
+    early_seeds = dbt_core.seeds_read_as_sources(manifest)
 
     @dbt_assets(manifest=prepared.manifest_path, dagster_dbt_translator=translator,
                 name=f"{_ident(project.name)}_dbt_models", project=prepared)
     def dbt_models(context: dg.AssetExecutionContext, dbt: OfflineDbtCliResource,  # noqa: F811
                    sqleval: SqlevalHome):
-        """dbt build of the project: models, seeds, data tests and unit tests."""
+        """dbt build of the project: models, seeds, data tests and unit tests. Seeds that a
+        model reads through ``source()`` are loaded first (``dbt seed``), since dbt orders
+        nothing after them."""
         target = sqleval.project.dbt_target_dir / f"dagster-{context.run_id[:8]}"
         try:
             log_path = str(dbt_core.log_dir(sqleval.project))
-            yield from dbt.cli(["build", "--log-path", log_path], context=context,
+            selected = {spec.metadata.get("dagster_dbt/unique_id") for spec in dbt_models.specs
+                        if spec.key in context.selected_asset_keys}
+            first = [uid for uid in early_seeds if uid in selected]
+            exclude: list[str] = []
+            if first:
+                # those seeds are loaded (and reported) first, then left out of dbt build; one
+                # --select/--exclude value, a space-separated union (dagster-dbt reads one value)
+                chosen = " ".join(dbt_core.seed_selector(manifest["nodes"][uid]) for uid in first)
+                context.log.info(f"loading {len(first)} seed(s) read through source() before dbt build: "
+                                 f"{', '.join(first)}")
+                yield from dbt.cli(["seed", "--log-path", log_path, "--select", chosen], context=context,
+                                   target_path=target.with_name(target.name + "-seed")).stream()
+                exclude = ["--exclude", chosen]
+            yield from dbt.cli(["build", "--log-path", log_path, *exclude], context=context,
                                target_path=target).stream()
         finally:
             results = target / "run_results.json"
             if results.exists():  # the validation step reads which dbt tests ran
                 shutil.copyfile(results, sqleval.project.dbt_target_dir / "run_results.json")
             shutil.rmtree(target, ignore_errors=True)
+            shutil.rmtree(target.with_name(target.name + "-seed"), ignore_errors=True)
 
     served_keys = sorted((spec.key for spec in dbt_models.specs
                           if spec.metadata.get("dagster_dbt/unique_id") in served_ids),
