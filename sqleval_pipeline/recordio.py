@@ -32,6 +32,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from sqleval_pipeline.textfiles import ENCODING_ERRORS
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -97,7 +99,7 @@ class RecordWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmpdir = Path(tempfile.mkdtemp(prefix=f".{self.path.stem}.", dir=self.path.parent))
         self._staging = self._tmpdir / "rows.jsonl"
-        self._fh = self._staging.open("w", encoding="utf-8")
+        self._fh = self._staging.open("w", encoding="utf-8", errors=ENCODING_ERRORS)
 
     def write(self, record: BaseModel) -> None:
         """Append one record."""

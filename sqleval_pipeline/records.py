@@ -29,6 +29,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from sqleval_pipeline.results import ResultSet
+from sqleval_pipeline.textfiles import encodable
 
 Outcome = Literal[
     "CORRECT", "CORRECT_FACTS", "WRONG", "DEFERRED_CORRECTLY", "DEFERRED_WRONGLY", "ERROR"
@@ -53,6 +54,13 @@ class AttemptKey(BaseModel):
     config_version: str = Field(min_length=1)
     case_id: str = Field(min_length=1)
     run_index: int = Field(ge=0)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _writable_text(cls, v: Any) -> Any:
+        """Every text field can be written whatever it holds: a lone surrogate (from a
+        system's SQL, a provider's reply, a message quoting them) becomes its escape."""
+        return encodable(v) if isinstance(v, str) else v
 
     @property
     def key(self) -> tuple[str, str, int]:

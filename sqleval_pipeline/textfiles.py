@@ -26,8 +26,10 @@ labels, hostile case templates, configurations, the project file, the glossary):
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -72,10 +74,16 @@ def json_lines(path: Path | str, text: str,
     of ``path``; lines count from 1). A line that is not JSON, or not a JSON object, goes to
     ``on_bad`` instead and is skipped (unless ``on_bad`` raises).
 
+    Lines end at ``\\n`` only (``\\r\\n`` tolerated), as JSON Lines says: a U+2028, U+0085
+    or form feed written raw inside a JSON string is part of its line, not a line break.
+
     >>> list(json_lines("f", '{"a": 1}\\n', print))
     [(1, '{"a": 1}', {'a': 1})]
+    >>> [d for _, _, d in json_lines("f", '{"q": "a' + chr(0x2028) + 'b"}\\r\\n', print)] == [{"q": "a" + chr(0x2028) + "b"}]
+    True
     """
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        raw = raw[:-1] if raw.endswith("\r") else raw
         if not raw.strip():
             continue
         try:
@@ -153,6 +161,61 @@ def parse_yaml(path: Path | str, text: str, error: type[Exception]) -> YamlDocum
     return YamlDocument(path, data, node)
 
 
+# --------------------------------------------------------------------------- any code point
+
+#: how every writer of text encodes what cannot be UTF-8 (a lone surrogate): as the visible,
+#: JSON-compatible escape ``\\udXXX`` instead of crashing
+ENCODING_ERRORS = "backslashreplace"
+
+
+def encodable(text: str) -> str:
+    """``text`` unchanged when it is valid Unicode for UTF-8, else with each lone surrogate
+    written as its escape (``\\ud800``): untrusted text (a system's SQL, a provider's reply,
+    a DuckDB message quoting it) can hold any code point, and no writer may crash on one.
+
+    >>> encodable("abc é"), encodable("a" + chr(0xD800) + "b")
+    ('abc é', 'a\\\\ud800b')
+    >>> encodable("nul" + chr(0) + " and rtl" + chr(0x202E)) == "nul" + chr(0) + " and rtl" + chr(0x202E)
+    True
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", ENCODING_ERRORS).decode("utf-8")
+
+
+#: code points a report must never carry raw: C0/C1 controls (tab, newline and carriage return
+#: excepted), DEL, zero-width and bidirectional formatting characters, the BOM and lone
+#: surrogates — shown instead as their ``\\uXXXX`` escape
+_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e"
+                        "\u2060-\u2069\ufeff\ud800-\udfff]")
+
+
+def visible(text: str) -> str:
+    r"""``text`` for a report (HTML, Markdown): every control, invisible formatting character
+    or lone surrogate written as its escape, so a NUL or a right-to-left override in a
+    system's SQL shows as ``\u0000`` / ``\u202e`` instead of reaching the page raw.
+
+    >>> print(visible("a" + chr(0) + "b " + chr(0x202E) + "c\nd"))
+    a\u0000b \u202ec
+    d
+    >>> visible("été, 東京")
+    'été, 東京'
+    """
+    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def visible_text(render: Callable[..., str]) -> Callable[..., str]:
+    """Decorate a renderer of a Markdown or text report: its output goes through :func:`visible`."""
+    @functools.wraps(render)
+    def wrapper(*args: Any, **kwargs: Any) -> str:
+        return visible(render(*args, **kwargs))
+    return wrapper
+
+
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary file of its own beside ``path`` (unique per call, so two threads or two
@@ -179,7 +242,7 @@ def write_atomically(path: Path, data: str | bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.write(data.encode("utf-8", ENCODING_ERRORS) if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o644)

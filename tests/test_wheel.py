@@ -139,8 +139,28 @@ def test_a_foreign_dbt_project_goes_through_init_build_import_run_report(install
     before = {p: p.read_bytes() for p in dbt_dir.rglob("*") if p.is_file()}
     _run([sqleval, "init", "myeval", "--dbt-project", "jaffle", "--as-of", "2018-04-30"], cwd=work, env=env)
     _run([sqleval, "--project", "myeval", "build"], cwd=work, env=env, timeout=900)
+    # every model served, among them tables called policy, salaries, leak, expected_df: the
+    # bundled hostile suite passes on it all the same
+    guard = json.loads((work / "myeval" / ".sqleval" / "reports" / "guardrails.json").read_text())
+    assert guard["passed"] and guard["checksum_unchanged"] and not guard["failures"]
+    assert not guard["not_hostile"] and len(guard["cases"]) > 300
+    # a reviewer's own cases, naming the real tables, run as written
+    own = work / "reviewer.jsonl"
+    own.write_text("".join(json.dumps(d) + "\n" for d in [
+        {"id": "stacked", "category": "writes", "sql": "SELECT * FROM orders; DROP TABLE orders"},
+        {"id": "delete", "category": "writes", "sql": "DELETE FROM policy"},
+        {"id": "bomb", "category": "bombs", "sql": "SELECT count(*) FROM orders a, orders b, orders c, "
+                                                   "range(1000000) r1, range(1000000) r2"},
+        {"id": "read", "category": "plain", "sql": "SELECT status, count(*) FROM orders GROUP BY 1"}]))
+    ran = _run([sqleval, "--project", "myeval", "guardrails", "run", "--cases", str(own), "--json", "own.json"],
+               cwd=work, env=env)
+    mine = json.loads((work / "own.json").read_text())
+    verdicts = {c["case_id"]: c["verdict"] for c in mine["cases"]}
+    assert verdicts == {"stacked": "blocked", "delete": "blocked", "bomb": "blocked", "read": "not_hostile"}, verdicts
+    assert "not hostile on this project" in ran.stdout and "read" in ran.stdout
+    # the questions' references were reviewed already: imported as verified, so they count
     imported = _run([sqleval, "--project", "myeval", "golden", "import", str(QUESTIONS),
-                     "--json", "import.json"], cwd=work, env=env)
+                     "--reviewer", "qa", "--json", "import.json"], cwd=work, env=env)
     report = json.loads((work / "import.json").read_text())
     assert len(report["accepted"]) == 6 and not report["rejected"], imported.stdout
     _run([sqleval, "--project", "myeval", "run", "-c", "myeval/evals/configs/baseline.yaml"], cwd=work, env=env)
@@ -170,7 +190,7 @@ def test_the_wheel_writes_the_demo_project_out(installed):
 
 
 def test_demo_dir_writes_into_a_new_or_empty_folder_and_refuses_a_foreign_one(tmp_path, monkeypatch):
-    from click.exceptions import Exit
+    from typer import Exit
 
     from sqleval_pipeline.cli.demo import choose_demo_project
 

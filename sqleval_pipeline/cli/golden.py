@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from sqleval_pipeline.cli.common import console, err, fail, load_golden_or_fail, pinned, project
+from sqleval_pipeline.textfiles import write_atomically
 
 golden_app = typer.Typer(no_args_is_help=True, help="The golden set of question → SQL → result.")
 
@@ -139,7 +140,7 @@ def golden_audit(
         console.print(t)
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_atomically(json_path, report.model_dump_json(indent=2) + "\n")
     colour = "red" if report.errors else ("yellow" if report.warnings else "green")
     console.print(f"[{colour}]{escape(report.summary())}[/]"
                   + (f"; report: {json_path}" if json_path else ""), highlight=False)
@@ -291,8 +292,6 @@ def golden_import(
     if note:
         console.print(f"[yellow]{escape(note)}[/]", highlight=False)
     if json_out is not None:
-        from sqleval_pipeline.textfiles import write_atomically
-
         write_atomically(json_out, (json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
                                     + "\n").encode("utf-8"))
         console.print(f"import report written to {json_out}")

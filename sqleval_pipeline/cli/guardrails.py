@@ -27,6 +27,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from sqleval_pipeline.textfiles import write_atomically
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Guarded execution and the hostile suite.")
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -136,7 +138,7 @@ def run(
 
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
+        write_atomically(json_out, json.dumps(report.to_json(), indent=2, default=str) + "\n")
         console.print(f"report written to {json_out}", markup=False, highlight=False)
     for v in report.not_hostile:
         console.print(f"[yellow]not hostile on this project:[/] {escape(v.case_id)}: {escape(v.warning or '')} — "

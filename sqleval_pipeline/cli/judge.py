@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from sqleval_pipeline.cli.common import console, fail, project
+from sqleval_pipeline.textfiles import write_atomically
 
 app = typer.Typer(no_args_is_help=True, help="Label failed attempts and calibrate the judges")
 
@@ -106,5 +107,5 @@ def calibrate_cmd(
         fail(f"no labels in {env.labels_dir}: `sqleval judge sample -n 20`, then `sqleval judge label`")
     render_calibration(report, console)
     if markdown:
-        markdown.write_text(calibration_markdown(report))
+        write_atomically(markdown, calibration_markdown(report))
         console.print(f"report: {markdown}")

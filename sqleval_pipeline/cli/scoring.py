@@ -26,6 +26,7 @@ from sqleval_pipeline.reporting.scorecard import (
     scorecard_markdown,
 )
 from sqleval_pipeline.scoring.scorecard import Scorecard, build_scorecard
+from sqleval_pipeline.textfiles import write_atomically
 
 app = typer.Typer(help="Scorecards, paired diffs and the regression gate.", no_args_is_help=True)
 console = Console()
@@ -62,7 +63,7 @@ def scorecard_cmd(
         sc.save(out)
         console.print(f"scorecard written to {out}")
     if markdown:
-        markdown.write_text(scorecard_markdown(sc), encoding="utf-8")
+        write_atomically(markdown, scorecard_markdown(sc))
 
 
 @app.command("diff")
@@ -86,7 +87,7 @@ def diff_cmd(
         d.save(out)
         console.print(f"diff written to {out}")
     if markdown:
-        markdown.write_text(diff_markdown(d), encoding="utf-8")
+        write_atomically(markdown, diff_markdown(d))
 
 
 @app.command("gate")
@@ -113,9 +114,9 @@ def gate_cmd(
         return
     render_gate(result, console)
     if out:
-        out.write_text(result.to_json(), encoding="utf-8")
+        write_atomically(out, result.to_json())
     if markdown:
-        markdown.write_text(gate_markdown(result), encoding="utf-8")
+        write_atomically(markdown, gate_markdown(result))
     if not result.passed:
         raise typer.Exit(1)
 

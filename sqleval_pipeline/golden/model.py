@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sqleval_pipeline.results import ResultSet
+from sqleval_pipeline.textfiles import encodable
 
 #: the default difficulty taxonomy; a project may declare its own (``taxonomy.difficulties``)
 DEFAULT_DIFFICULTIES: tuple[str, ...] = (
@@ -178,6 +179,13 @@ class Case(BaseModel):
     #: which metadata sqleval inferred rather than read from the source: any of
     #: ``difficulty``, ``cluster``, ``order_matters``, ``facets.<name>`` (docs/golden-set.md)
     inferred: list[str] = Field(default_factory=list)
+
+    @field_validator("question", "notes", mode="before")
+    @classmethod
+    def _writable_text(cls, v: Any) -> Any:
+        """A question (or note) from any file can be written back whatever code point it holds:
+        a lone surrogate becomes its escape (``textfiles.encodable``)."""
+        return encodable(v) if isinstance(v, str) else v
 
     @field_validator("question")
     @classmethod

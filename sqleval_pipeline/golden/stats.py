@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from sqleval_pipeline.golden.model import BANDS, DIFFICULTIES, SPLITS, Case
+from sqleval_pipeline.textfiles import visible_text
 
 MIN_VERIFIED = 30
 
@@ -44,6 +45,7 @@ STATS_HEADER = ["difficulty", *BANDS, "total"]
 """Band cells read ``dev/heldout``."""
 
 
+@visible_text
 def stats_markdown(cases: list[Case], difficulties: tuple[str, ...] | None = None) -> str:
     lines = ["| " + " | ".join(STATS_HEADER) + " |", "|" + "---|" * len(STATS_HEADER)]
     lines += ["| " + " | ".join(r) + " |" for r in stats_rows(cases, difficulties)]

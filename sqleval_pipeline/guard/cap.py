@@ -126,16 +126,47 @@ def _row_size(row: Any, remaining: int, max_cell_bytes: int | None) -> int:
         budget = min(max_cell_bytes, remaining - total)
         size = encoded_size(cell, max(budget, 0))
         if size > max_cell_bytes:
-            raise CapExceeded("cell_too_large",
-                              f"a single value is larger than {max_cell_bytes} bytes once encoded")
+            raise CapExceeded("cell_too_large", "a single value is larger than the cell cap once encoded")
         total += size
         if total > remaining:
             return total
     return total
 
 
+def header_size(description: Any, *, max_bytes: int | None = None,
+                max_cell_bytes: int | None = None) -> int:
+    """Encoded bytes of a result's column names and type strings, checked like values.
+
+    What is returned is not only rows: a column name or a type string (a STRUCT with huge
+    field names, an ENUM of huge labels) reaches the caller too, so each one counts against
+    ``max_cell_bytes`` (``cell_too_large``) and all of them against ``max_bytes``
+    (``result_too_large``), before any row is fetched. Sizes are read from the strings
+    DuckDB already built for the description, never converted further.
+
+    >>> header_size([("n", "BIGINT"), ("city", "VARCHAR")])   # 2 + (2+1) + (2+6) + (2+4) + (2+7)
+    28
+    >>> header_size([("x" * 100, "INTEGER")], max_cell_bytes=64)
+    Traceback (most recent call last):
+    ...
+    sqleval_pipeline.guard.cap.CapExceeded: a column name or type is larger than the cell cap once encoded
+    """
+    total = FRAME
+    budget = max_bytes if max_bytes is not None else 1 << 62
+    for d in description or ():
+        for text in (d[0], d[1]):
+            text = text if isinstance(text, str) else str(text)
+            limit = budget - total if max_cell_bytes is None else min(max_cell_bytes, budget - total)
+            size = FRAME + _str_bytes(text, max(limit, 0))
+            if max_cell_bytes is not None and size > max_cell_bytes:
+                raise CapExceeded("cell_too_large", "a column name or type is larger than the cell cap once encoded")
+            total += size
+            if total > budget:
+                raise CapExceeded("result_too_large", "the column names and types are larger than the result cap")
+    return total
+
+
 def fetch_capped(cursor: Any, cap: int, *, max_bytes: int | None = None,
-                 max_cell_bytes: int | None = None) -> tuple[list[tuple], bool]:
+                 max_cell_bytes: int | None = None, start: int = 0) -> tuple[list[tuple], bool]:
     """Fetch at most ``cap`` rows (reading ``cap + 1`` to know whether more exist), measuring
     the encoded size of every row while fetching.
 
@@ -144,9 +175,10 @@ def fetch_capped(cursor: Any, cap: int, *, max_bytes: int | None = None,
     left of the budget, so no more than about the byte cap is ever held (a single row is
     materialized whole by DuckDB before it can be measured; the memory limit bounds it).
     Truncation (more than ``cap`` rows) is never an error: the extra row is dropped unmeasured.
+    ``start`` is what the result already costs before its rows (:func:`header_size`).
     """
     rows: list[tuple] = []
-    total = FRAME
+    total = FRAME + start
     budget = max_bytes if max_bytes is not None else 1 << 62
     batch = 1
     while len(rows) <= cap:
@@ -158,8 +190,7 @@ def fetch_capped(cursor: Any, cap: int, *, max_bytes: int | None = None,
                 return rows, True
             total += _row_size(row, budget - total, max_cell_bytes)
             if total > budget:
-                raise CapExceeded("result_too_large",
-                                  f"the result is larger than {max_bytes} bytes once encoded")
+                raise CapExceeded("result_too_large", "the result is larger than the result cap once encoded")
             rows.append(row)
         avg = max(total // max(len(rows), 1), 1)
         batch = max(1, min(1024, (budget - total) // avg // 2))
@@ -245,9 +276,9 @@ def precheck_nested(con: Any, statement_sql: str, description: Any, row_cap: int
     except duckdb.ParserException:
         return  # the wrapper could not be composed: fetch_capped still measures every value
     if max_cell_bytes is not None and largest is not None and largest > max_cell_bytes:
-        raise CapExceeded("cell_too_large", f"a single value is larger than {max_cell_bytes} bytes once encoded")
+        raise CapExceeded("cell_too_large", "a single value is larger than the cell cap once encoded")
     if max_bytes is not None and total is not None and total > max_bytes:
-        raise CapExceeded("result_too_large", f"the result is larger than {max_bytes} bytes once encoded")
+        raise CapExceeded("result_too_large", "the result is larger than the result cap once encoded")
 
 
 def _significant(tokens) -> int:

@@ -27,7 +27,6 @@ import datetime as dt
 import hashlib
 import json
 import logging
-import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -39,10 +38,12 @@ import sqlglot
 from sqleval_pipeline.guard.cap import inject_limit
 from sqleval_pipeline.guard.clock import pin_clock, residual_clock_calls
 from sqleval_pipeline.guard.database import classify_error
+from sqleval_pipeline.guard.messages import scrub_message, scrub_paths  # noqa: F401 (scrub_paths re-exported)
 from sqleval_pipeline.guard.policy import GuardPolicy, load_policy
 from sqleval_pipeline.guard.sandbox import WorkerPool, WorkerReply
 from sqleval_pipeline.guard.statement_filter import StatementFilter
 from sqleval_pipeline.results import ResultSet, encode_value
+from sqleval_pipeline.textfiles import ENCODING_ERRORS, encodable
 
 log = logging.getLogger("sqleval_pipeline.guard")
 
@@ -87,8 +88,13 @@ class GuardResult:
 
     def __post_init__(self) -> None:
         # whatever layer built it, a message going back to the system under test or into a
-        # report never names a filesystem path
-        self.message = scrub_paths(self.message)
+        # report never names a filesystem path, a size or usage figure or a setting's value;
+        # and every text can be written, whatever code point it holds (a lone surrogate)
+        self.message = scrub_message(self.message)
+        for name in ("sql", "message", "executed_sql"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                setattr(self, name, encodable(value))
 
     @property
     def ok(self) -> bool:
@@ -148,30 +154,6 @@ class GuardResult:
             kw.update(error_source=self.error_source or "harness", error_code=self.reason,
                       error_message=self.message)
         return Execution(**kw)
-
-
-#: an absolute filesystem path (or one under ``~``): the snapshot directory, the home
-#: directory, ~/.duckdb/extensions/..., the temp directory, any /a/b path; not a division
-#: (``1/0``), a lone operator or a URL
-_PATH = re.compile(r"""(?<![\w/:.~])~?/[^\s'"`(),;\[\]{}<>]*[A-Za-z_.~-][^\s'"`(),;\[\]{}<>]*""")
-
-
-def scrub_paths(text: str | None) -> str | None:
-    """``text`` with every absolute filesystem path replaced by ``<path>`` (error messages go
-    back to the system under test and into reports; paths tell it where things live).
-
-    >>> scrub_paths('IO Error: Cannot open file "/home/me/.sqleval/snapshots/snap-1.duckdb": No such file')
-    'IO Error: Cannot open file "<path>": No such file'
-    >>> scrub_paths("Extension ~/.duckdb/extensions/v1/linux/httpfs.duckdb_extension not found; see /tmp/x")
-    'Extension <path> not found; see <path>'
-    >>> scrub_paths("Binder Error: column a/b not found, 3/4 rows, 1 /2, https://x.org/a")
-    'Binder Error: column a/b not found, 3/4 rows, 1 /2, https://x.org/a'
-    >>> scrub_paths("Permission Error: Cannot access file '/etc' or /root")
-    "Permission Error: Cannot access file '<path>' or <path>"
-    """
-    if not text:
-        return text
-    return _PATH.sub("<path>", text)
 
 
 def _value(v: Any) -> Any:
@@ -336,12 +318,13 @@ class GuardedExecutor:
                            rows=[[_value(v) for v in row] for row in reply.rows])
             if reply.truncated:
                 return GuardResult("ok", layer="cap", reason="row_cap", result=rs, truncated=True,
-                                   message=f"More than {self.policy.row_cap} rows: the result was truncated.",
+                                   message="More rows than the row cap: the result was truncated.",
                                    **common)
             return GuardResult("ok", result=rs, **common)
-        error_message = scrub_paths(reply.error_message)
+        error_message = scrub_message(reply.error_message)
         if reply.sandbox_reason == "wall_clock_kill":
-            return GuardResult("timeout", layer="sandbox", reason="wall_clock_kill", message=error_message,
+            return GuardResult("timeout", layer="sandbox", reason="wall_clock_kill",
+                               message="No answer within the wall-clock limit: the worker was killed and replaced.",
                                **common)
         if reply.sandbox_reason == "worker_crashed":
             return GuardResult("refused", layer="sandbox", reason="worker_crashed", message=error_message,
@@ -351,12 +334,11 @@ class GuardedExecutor:
                                message=error_message, **common)
         if reply.sandbox_reason == "result_too_large":
             return GuardResult("refused", layer="cap", reason="result_too_large",
-                               message=f"The result is larger than {self.policy.max_result_bytes} bytes "
-                                       "once encoded.", **common)
+                               message="The result is larger than the result cap once encoded.", **common)
         if reply.sandbox_reason == "cell_too_large":
             return GuardResult("refused", layer="cap", reason="cell_too_large",
-                               message=f"A single value of the result is larger than "
-                                       f"{self.policy.max_cell_bytes} bytes once encoded.", **common)
+                               message="A single value, column name or type of the result is larger "
+                                       "than the cell cap once encoded.", **common)
         status, layer, reason = classify_error(reply.error_class or "", reply.error_message or "")
         msg = error_message.strip().splitlines()[0][:500] if error_message else None
         if status == "error":
@@ -385,11 +367,12 @@ class GuardedExecutor:
     def _append(self, rec: dict[str, Any]) -> None:
         if self.log_path is None:
             return
-        line = json.dumps(rec, default=encode_value, ensure_ascii=False)
+        # ASCII JSON: no raw line separator (U+2028, NEL) or lone surrogate in the log
+        line = json.dumps(rec, default=encode_value)
         with self._log_lock:
             if self._log_fh is None:  # opened once, one write per record (a crash keeps them)
                 self.log_path.parent.mkdir(parents=True, exist_ok=True)
-                self._log_fh = self.log_path.open("a", encoding="utf-8")
+                self._log_fh = self.log_path.open("a", encoding="utf-8", errors=ENCODING_ERRORS)
             self._log_fh.write(line + "\n")
             self._log_fh.flush()
 

@@ -262,7 +262,7 @@ def _watchdog() -> _Watchdog:
 
 def _run_one(root, fresh_connection, req: dict) -> dict:
     from sqleval_pipeline.guard import duckdb_view
-    from sqleval_pipeline.guard.cap import fetch_capped, nested_columns, precheck_nested
+    from sqleval_pipeline.guard.cap import fetch_capped, header_size, nested_columns, precheck_nested
 
     t0 = time.perf_counter()
     with fresh_connection(root) as con:
@@ -297,6 +297,8 @@ def _run_one(root, fresh_connection, req: dict) -> dict:
                         "duckdb_tables": list(view.tables), "duckdb_functions": list(view.functions), **view_ms}
             cur = con.execute(statements[0])
             desc = cur.description or []
+            # column names and type strings are returned too: measured before any row (cap.py)
+            head = header_size(desc, max_bytes=req["max_result_bytes"], max_cell_bytes=req.get("max_cell_bytes"))
             if nested_columns(desc):
                 # a nested value is measured by DuckDB before Python converts it (cap.py)
                 precheck_nested(con, statements[0].query, desc, req["row_cap"],
@@ -305,7 +307,7 @@ def _run_one(root, fresh_connection, req: dict) -> dict:
                 desc = cur.description or []
             # rows and bytes are counted while fetching: an oversized result stops the fetch
             rows, truncated = fetch_capped(cur, req["row_cap"], max_bytes=req["max_result_bytes"],
-                                           max_cell_bytes=req.get("max_cell_bytes"))
+                                           max_cell_bytes=req.get("max_cell_bytes"), start=head)
         except CapExceeded as exc:
             return {"ok": False, "sandbox_reason": exc.reason, "error_message": exc.message,
                     "elapsed_ms": (time.perf_counter() - t0) * 1000}

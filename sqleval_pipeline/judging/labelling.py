@@ -30,6 +30,7 @@ from pydantic import BaseModel
 
 from sqleval_pipeline.environment import Environment
 from sqleval_pipeline.records import FAILURE_CATEGORIES
+from sqleval_pipeline.textfiles import ENCODING_ERRORS
 
 QUEUE = Path("queue") / "sample.jsonl"
 FAILED = ("WRONG", "DEFERRED_WRONGLY")
@@ -139,7 +140,7 @@ def sample(env: Environment, n: int, *, seed: int = 0) -> list[QueueItem]:
     if picked:
         p = queue_path(labels_dir)
         p.parent.mkdir(parents=True, exist_ok=True)
-        with p.open("a", encoding="utf-8") as f:
+        with p.open("a", encoding="utf-8", errors=ENCODING_ERRORS) as f:
             for item in picked:
                 f.write(item.model_dump_json() + "\n")
             f.flush()
@@ -168,7 +169,7 @@ def pending(labels_dir: Path, labeler: str) -> list[QueueItem]:
 
 def _append(path: Path, line: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as f:
+    with path.open("a", encoding="utf-8", errors=ENCODING_ERRORS) as f:
         f.write(line + "\n")
         f.flush()
         os.fsync(f.fileno())

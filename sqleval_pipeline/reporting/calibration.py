@@ -12,6 +12,7 @@ from sqleval_pipeline.judging.calibration import (
     JudgePairDisagreement,
 )
 from sqleval_pipeline.records import FAILURE_CATEGORIES, AttemptKey
+from sqleval_pipeline.textfiles import visible_text
 
 __all__ = ["calibration_markdown", "render_calibration"]
 
@@ -62,6 +63,7 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str
     return out
 
 
+@visible_text
 def calibration_markdown(report: CalibrationReport) -> str:
     """The report as Markdown: summary, confusion tables, disagreements, human conflicts.
 

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from sqleval_pipeline.comparisons import GateReport
 from sqleval_pipeline.reporting.scorecard import pct
+from sqleval_pipeline.textfiles import visible_text
 
 _STATUS = {"passed": "green", "waived": "yellow", "failed": "red", "skipped": "dim"}
 _LABEL = {"baseline": "declared baseline", "previous_version": "previous version",
@@ -21,6 +22,7 @@ def _verdict(report: GateReport) -> str:
             else "PASSED" if passed else "FAILED")
 
 
+@visible_text
 def gate_report_markdown(report: GateReport) -> str:
     out = [f"## Regression gate: {_verdict(report)}", "",
            "| comparison | against | status | accuracy | Δ points | newly failing | newly passing |",

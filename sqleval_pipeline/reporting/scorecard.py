@@ -20,6 +20,7 @@ from rich.table import Table
 from sqleval_pipeline.scoring.diff import Diff
 from sqleval_pipeline.scoring.gate import GateResult
 from sqleval_pipeline.scoring.scorecard import Interval, Rate, Scorecard, SliceMetrics, method_legend, ranked
+from sqleval_pipeline.textfiles import visible_text
 
 #: facet values and tags listed per scorecard rendering (most cases first; scorecard.json
 #: and the HTML report have every computed slice)
@@ -146,6 +147,7 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+@visible_text
 def scorecard_markdown(sc: Scorecard) -> str:
     out = [f"## Scorecard `{sc.config_version}`" + (" (tuned)" if sc.tuned else ""), "",
            f"Grader `{sc.grader_version}`, snapshot `{sc.snapshot_id}`, runs {sc.runs}, "
@@ -201,6 +203,7 @@ def render_diff(d: Diff, console: Console | None = None) -> None:
         console.print(f"[yellow]note:[/yellow] {n}")
 
 
+@visible_text
 def diff_markdown(d: Diff) -> str:
     out = [f"## Diff `{d.baseline_config}` → `{d.candidate_config}`" + (" (re-based)" if d.rebased else ""), "",
            f"{d.n_paired_cases} paired cases; grader `{d.candidate_grader_version}`.", "",
@@ -232,6 +235,7 @@ def render_gate(r: GateResult, console: Console | None = None) -> None:
     console.print(f"accuracy {pct(r.baseline_accuracy)} → {pct(r.candidate_accuracy)} ({pct(r.delta, signed=True)} points)")
 
 
+@visible_text
 def gate_markdown(r: GateResult) -> str:
     status = "PASSED" if r.passed else "FAILED"
     return (f"## Regression gate: {status}\n\n{r.message}\n\n"

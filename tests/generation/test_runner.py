@@ -227,8 +227,8 @@ def test_a_killed_process_loses_only_the_attempts_in_flight(tmp_path, serving_sn
     script = tmp_path / "fill.py"
     script.write_text(textwrap.dedent(f"""
         import datetime, sys, time
-        from sqleval_pipeline import paths
         from sqleval_pipeline.configs import ContextSettings
+        from sqleval_pipeline.demo import location
         from sqleval_pipeline.generation.base import GenerationOutput
         from sqleval_pipeline.generation.context import ContextBuilder, load_catalog
         from sqleval_pipeline.generation.runner import open_batch, run_attempts

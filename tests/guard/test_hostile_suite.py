@@ -155,9 +155,10 @@ def test_a_plain_sql_error_is_not_proven_blocked(guard, tmp_path):
     """A case that passed the filter and failed in DuckDB with a binder / catalog error was not
     blocked by a guard layer: reported apart, a failure when the case expects a layer."""
     f = tmp_path / "cases.jsonl"
-    f.write_text(json.dumps({"id": "e1", "category": "x", "sql": "SELECT no_such_column FROM fct_orders",
+    # (no served table named: a plain read of one would be "not hostile on this project")
+    f.write_text(json.dumps({"id": "e1", "category": "x", "sql": "SELECT no_such_column FROM range(3)",
                              "expect": "filter"}) + "\n"
-                 + json.dumps({"id": "e2", "category": "x", "sql": "SELECT no_such_column FROM fct_orders"})
+                 + json.dumps({"id": "e2", "category": "x", "sql": "SELECT no_such_column FROM range(3)"})
                  + "\n"
                  + json.dumps({"id": "p1", "category": "x", "sql": "SELECT * FROM read_blob('/etc/passwd')"})
                  + "\n")

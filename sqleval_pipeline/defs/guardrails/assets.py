@@ -8,6 +8,7 @@ import dagster as dg
 
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.defs.resources import SqlevalHome
+from sqleval_pipeline.textfiles import write_atomically
 
 
 class GuardrailConfig(dg.Config):
@@ -46,7 +47,7 @@ def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
     with GuardedExecutor(path, as_of=manifest.as_of, policy=policy) as guard:
         report = run_suite(suite, guard, timeout_s=config.timeout_s)
     report_path.parent.mkdir(parents=True, exist_ok=True)
-    report_path.write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
+    write_atomically(report_path, json.dumps(report.to_json(), indent=2, default=str) + "\n")
     not_hostile = [f"{v.case_id}: {v.warning}" for v in report.not_hostile]
     for line in not_hostile:
         context.log.warning(f"hostile case not hostile on this project: {line}")

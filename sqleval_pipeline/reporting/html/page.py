@@ -38,13 +38,15 @@ from sqleval_pipeline.scoring.scorecard import (
     MAX_SLICE_VALUES, METHOD_TAGS, SliceMetrics, method_legend, ranked,
 )
 from sqleval_pipeline.scoring.stats import MIN_CLUSTERS
+from sqleval_pipeline.textfiles import visible
 
 _PACKAGE = "sqleval_pipeline.reporting.html"
 
 
 def script_json(obj: Any) -> Markup:
     """JSON for a ``<script type="application/json">`` block that no value can break out of."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    # ASCII JSON: controls, bidi overrides and lone surrogates travel as escapes
+    text = json.dumps(obj, separators=(",", ":"), default=str)
     for ch, esc in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"),
                     ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(ch, esc)
@@ -119,10 +121,21 @@ def named_slices(evs: list[Evaluation]) -> list[tuple[str, list[SliceMetrics | N
     return rows
 
 
+def _visible_value(value: Any) -> Any:
+    """Every plain text printed into the page through :func:`~sqleval_pipeline.textfiles.visible`
+    (markup the page builds itself is left as it is; its parts were escaped when it was built)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
+
+
 @cache
 def _jinja() -> jinja2.Environment:
+    # finalize: every value printed shows controls, invisible formatting characters and lone
+    # surrogates as escapes (a NUL or an RTL override in a system's SQL never reaches the page)
     env = jinja2.Environment(loader=jinja2.PackageLoader(_PACKAGE, "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             finalize=_visible_value)
     env.filters.update(pct=pct, signed=signed, interval=interval, rate=rate)
     env.globals.update(LAYERS=LAYERS, zip=zip, method_tag=method_tag, method_legend=method_legend,
                        MIN_CLUSTERS=MIN_CLUSTERS, MAX_SLICE_VALUES=MAX_SLICE_VALUES)
