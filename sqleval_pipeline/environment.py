@@ -69,6 +69,7 @@ def environment(project: Project | None = None, *, home: paths.Home | None = Non
         raise EvaluationError(str(exc)) from exc
     if not serving.exists():
         raise EvaluationError(f"serving snapshot {serving} is missing; run `sqleval build`")
+    _verify_serving(serving, manifest)
     golden = load_golden(golden_dir or project.golden_dir, **project.taxonomy)
     stale = sorted(c.id for c in golden.cases if c.answerable and c.snapshot_id not in (None, pinned))
     if stale:
@@ -77,6 +78,25 @@ def environment(project: Project | None = None, *, home: paths.Home | None = Non
     return Environment(pinned, serving, manifest.as_of, golden.cases, project_store(project, home),
                        configs_dir or project.configs_dir, decisions or project.decisions_path,
                        project, manifest)
+
+
+#: serving files verified in this process: (path, size, mtime, inode) -> snapshot id
+_VERIFIED: dict[tuple[str, int, int, int], str] = {}
+
+
+def _verify_serving(serving: Path, manifest: snap.SnapshotManifest) -> None:
+    """The serving file is the pinned snapshot, checked before any stage reads it
+    (:func:`~sqleval_pipeline.snapshot.ensure_verified`); once per process while the file's
+    size, modification time and inode stay the same."""
+    st = serving.stat()
+    key = (str(serving), st.st_size, st.st_mtime_ns, st.st_ino)
+    if _VERIFIED.get(key) == manifest.snapshot_id:
+        return
+    try:
+        snap.ensure_verified(serving, manifest)
+    except snap.SnapshotError as exc:
+        raise EvaluationError(str(exc)) from exc
+    _VERIFIED[key] = manifest.snapshot_id
 
 
 def project_store(project: Project, home: paths.Home | None = None) -> Store:

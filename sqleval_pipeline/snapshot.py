@@ -329,6 +329,7 @@ def freeze_snapshot(
     building.chmod(0o444)
     building.replace(final)
     manifest.to_file(manifest_path(manifest_dir, sid))
+    write_stamp(final, manifest)  # its content was just fingerprinted: these bytes are the manifest's
     return manifest
 
 
@@ -381,6 +382,64 @@ def verify_snapshot(path: Path, manifest: SnapshotManifest) -> list[str]:
     if compute_snapshot_id(manifest.as_of, manifest.tables) != manifest.snapshot_id:
         problems.append("manifest id does not match its own table checksums (edited by hand?)")
     return problems
+
+
+# --------------------------------------------------------------------------- verified on use
+
+STAMP_SUFFIX = ".verified.json"
+
+
+class SnapshotDrift(SnapshotError):
+    """The serving file's content is not what its pinned manifest describes."""
+
+
+def stamp_path(path: Path) -> Path:
+    """Where the digest of a serving file verified against its manifest is kept (beside it,
+    in the build directory: file bytes depend on the DuckDB build, the manifest does not)."""
+    return path.with_name(path.name + STAMP_SUFFIX)
+
+
+def write_stamp(path: Path, manifest: SnapshotManifest) -> None:
+    """Record that ``path``'s bytes (SHA-256, size) were verified against ``manifest``."""
+    stamp = {"snapshot_id": manifest.snapshot_id, "sha256": file_checksum(path),
+             "size": path.stat().st_size, "verified_at": dt.datetime.now(dt.timezone.utc).isoformat()}
+    write_atomically(stamp_path(path), json.dumps(stamp, indent=2) + "\n")
+
+
+def ensure_verified(path: Path, manifest: SnapshotManifest) -> str:
+    """Check the serving file against its pinned manifest before anything reads it; returns
+    how (``"digest"``: its SHA-256 equals the one recorded when its content was last verified;
+    ``"content"``: no usable stamp, so every table was re-fingerprinted against the manifest,
+    and the stamp rewritten).
+
+    A file whose digest differs from the stamp is re-verified by content; a file whose content
+    differs from the manifest raises :class:`SnapshotDrift` naming the file, the tables that
+    differ and what to do. Cost: one SHA-256 of the file per check (measured in
+    docs/project.md); the content check only when the bytes changed or were never stamped.
+    """
+    if not path.exists():
+        raise SnapshotError(f"serving file {path} is missing; run `sqleval build` to rebuild it")
+    stamp_file = stamp_path(path)
+    try:
+        stamp = json.loads(stamp_file.read_text())
+        if not isinstance(stamp, dict):
+            stamp = {}
+    except (OSError, ValueError):
+        stamp = {}
+    size = path.stat().st_size
+    if (stamp.get("snapshot_id") == manifest.snapshot_id and stamp.get("size") == size
+            and stamp.get("sha256") == file_checksum(path)):
+        return "digest"
+    problems = verify_snapshot(path, manifest)
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; … ({len(problems) - 5} more)" if len(problems) > 5 else "")
+        raise SnapshotDrift(
+            f"snapshot drift: the serving file {path} is not the pinned snapshot "
+            f"{manifest.snapshot_id} ({shown}). Nothing was evaluated. Rebuild it from the warehouse "
+            "with `sqleval snapshot build` (same data: same id), or, if the data changed on purpose, "
+            "`sqleval build --repin` and re-freeze the golden set")
+    write_stamp(path, manifest)
+    return "content"
 
 
 def file_checksum(path: Path) -> str:
