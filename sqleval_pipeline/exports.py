@@ -126,5 +126,8 @@ def export(env: Environment, partition_keys: Sequence[str] | None, out_dir: Path
     manifest = out_dir / "export.json"
     atomic_write_text(manifest, json.dumps({
         "format": FORMAT, "created_at": (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
-        "snapshot_id": env.snapshot_id, "evaluations": index}, indent=2) + "\n")
+        "snapshot_id": env.snapshot_id, "evaluations": index,
+        # batches left out because their batch.json cannot be read (each named, with why)
+        "skipped_batches": [{"path": str(f), "reason": why} for f, why in sorted(env.store.unreadable.items())],
+    }, indent=2) + "\n")
     return [*written, manifest]

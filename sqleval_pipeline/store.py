@@ -25,15 +25,34 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 import json
+import logging
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from sqleval_pipeline.textfiles import write_atomically
+
+
+log = logging.getLogger("sqleval_pipeline.store")
+
+
+class BatchFileError(ValueError):
+    """A batch's ``batch.json`` cannot be read; the message names the file and what to do."""
+
+
+def read_batch_info(f: Path) -> BatchInfo:
+    """The batch described by ``f`` (a ``batch.json``); :class:`BatchFileError` naming the file
+    when it is not a readable batch description."""
+    try:
+        return BatchInfo.model_validate_json(f.read_bytes())
+    except (OSError, ValidationError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise BatchFileError(f"{f}: not a readable batch description ({first}); the batch is skipped — "
+                             "delete its folder to remove it, or restore the file") from exc
 
 
 class BatchInfo(BaseModel):
@@ -104,6 +123,8 @@ class Store:
     def __init__(self, root: Path, remote=None):
         self.root = root
         self.remote = remote
+        #: batch folders skipped because their batch.json is unreadable: {path: reason}
+        self.unreadable: dict[Path, str] = {}
 
     def publish(self, info: BatchInfo) -> int:
         """Upload the batch's finished files to the remote store (none configured: nothing)."""
@@ -139,14 +160,19 @@ class Store:
             for b in sorted(d.iterdir()):
                 f = b / "batch.json"
                 if f.exists():
-                    out.append(BatchInfo.model_validate_json(f.read_text()))
+                    try:
+                        out.append(read_batch_info(f))
+                    except BatchFileError as exc:  # one bad file is one warning, not a blocked store
+                        if f not in self.unreadable:
+                            log.warning("%s", exc)
+                        self.unreadable[f] = str(exc)
         return sorted(out, key=batch_order)  # oldest first
 
     def get(self, partition_key: str, batch_id: str) -> BatchInfo | None:
         f = self.batch_dir(partition_key, batch_id) / "batch.json"
         if not f.exists():
             self._fetch_remote(partition_key, batch_id)
-        return BatchInfo.model_validate_json(f.read_text()) if f.exists() else None
+        return read_batch_info(f) if f.exists() else None
 
     def latest(self, partition_key: str, *, complete_only: bool = False) -> BatchInfo | None:
         bs = [b for b in self.batches(partition_key) if b.status == "complete" or not complete_only]

@@ -79,4 +79,6 @@ def export(
         fail(escape(str(exc)))
     for f in files:
         console.print(escape(str(f)), highlight=False)
+    for why in env.store.unreadable.values():
+        console.print(f"[yellow]warning:[/] {escape(why)}", highlight=False)
     console.print(f"{len(files)} files written to {escape(str(out))}", highlight=False)
