@@ -31,6 +31,7 @@ from sqleval_pipeline.configs import LoadedConfig, load_configs
 from sqleval_pipeline.environment import Environment, EvaluationError, find_config
 from sqleval_pipeline.records import save_records
 from sqleval_pipeline.scoring.changes import INPUTS_FILE, Change, RunInputs, what_changed
+from sqleval_pipeline.store import INCONCLUSIVE_ERROR_SHARE
 from sqleval_pipeline.store import BatchInfo, batch_order
 
 COMPARISONS_FILE = "comparisons.json"
@@ -41,7 +42,7 @@ class Comparison(BaseModel):
     kind: Kind
     baseline_partition: str | None = None
     baseline_batch: str | None = None
-    status: Literal["passed", "waived", "failed", "skipped"]
+    status: Literal["passed", "waived", "failed", "skipped", "inconclusive"]
     reason: str = Field(description="why it was skipped, or the gate's message")
     baseline_accuracy: float | None = None
     candidate_accuracy: float | None = None
@@ -55,6 +56,8 @@ class GateReport(BaseModel):
     partition_key: str
     batch_id: str
     comparisons: list[Comparison]
+    #: why the batch is not a measurement (too many ERROR attempts: an outage), or None
+    inconclusive: str | None = None
 
     @property
     def evaluated(self) -> list[Comparison]:
@@ -62,13 +65,14 @@ class GateReport(BaseModel):
 
     @property
     def passed(self) -> bool | None:
-        """False when any comparison failed; None when none could be made (not a pass)."""
-        if any(c.status == "failed" for c in self.comparisons):
+        """False when the batch is inconclusive or any comparison failed; None when none could
+        be made (not a pass)."""
+        if self.inconclusive or any(c.status in ("failed", "inconclusive") for c in self.comparisons):
             return False
         return True if self.evaluated else None
 
     def summary(self) -> str:
-        parts = []
+        parts = [f"INCONCLUSIVE: {self.inconclusive}"] if self.inconclusive else []
         for c in self.comparisons:
             if c.status == "skipped":
                 parts.append(f"{c.kind}: skipped ({c.reason})")
@@ -217,8 +221,14 @@ def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
     else:
         comparisons.append(_compare(env, "previous_batch", last_card, last_batch, loaded, card,
                                     batch, mine, decisions, fail_on_case_regression))
+    outage = None
+    if card.inconclusive:
+        outage = (f"{card.errors.count} of {card.attempts_total} attempts are ERROR "
+                  f"({100 * (card.error_share or 0):.0f}%, more than {100 * INCONCLUSIVE_ERROR_SHARE:.0f}%: "
+                  "a provider outage or a harness fault, not answers); run the same configuration "
+                  "again to retry them")
     report = GateReport(partition_key=batch.partition_key, batch_id=batch.batch_id,
-                        comparisons=comparisons)
+                        comparisons=comparisons, inconclusive=outage)
     env.store.write_json(batch.partition_key, batch.batch_id, COMPARISONS_FILE,
                          report.model_dump(mode="json"))
     env.store.publish(batch)
@@ -238,6 +248,10 @@ def _compare(env: Environment, kind: Kind, base_card, base_batch: BatchInfo,
         changes = what_changed(theirs, mine)
     common = {"kind": kind, "baseline_partition": base_batch.partition_key,
               "baseline_batch": base_batch.batch_id, "changes": changes}
+    if base_card.inconclusive:  # an outage is nothing to compare with
+        return Comparison(**common, status="skipped",
+                          reason=f"{base_batch.batch_id} of {base_batch.partition_key} is inconclusive "
+                                 f"({base_card.errors.count} of {base_card.attempts_total} attempts are ERROR)")
     try:
         comparison = diff(base_card, card)
     except IncomparableScorecards as exc:
@@ -255,7 +269,8 @@ def _compare(env: Environment, kind: Kind, base_card, base_batch: BatchInfo,
     if write_main:  # calibrated refusal (docs/grading.md): do stricter refusals earn their keep?
         env.store.write_json(batch.partition_key, batch.batch_id, "calibrated_refusal.json",
                              calibrated_refusal(base_card, card).model_dump(mode="json"))
-    status = "failed" if not result.passed else ("waived" if result.waived else "passed")
+    status = ("inconclusive" if result.inconclusive else "failed" if not result.passed
+              else "waived" if result.waived else "passed")
     return Comparison(**common, status=status, reason=result.message,
                       baseline_accuracy=result.baseline_accuracy,
                       candidate_accuracy=result.candidate_accuracy, delta=result.delta,

@@ -39,6 +39,11 @@ from sqleval_pipeline.textfiles import write_atomically
 
 log = logging.getLogger("sqleval_pipeline.store")
 
+#: a batch in which more than this share of attempts are ERROR (no answer was obtained: a
+#: provider outage, a harness fault) is *inconclusive*: it passes no gate, and re-running the
+#: configuration version retries its ERROR attempts in a new batch
+INCONCLUSIVE_ERROR_SHARE = 0.10
+
 
 class BatchFileError(ValueError):
     """A batch's ``batch.json`` cannot be read; the message names the file and what to do."""
@@ -76,6 +81,20 @@ class BatchInfo(BaseModel):
     #: the batch whose attempts this one reuses (same configuration version, cases, runs and
     #: snapshot, another guard policy): its answers are copied, only the executions are new
     attempts_from: str | None = None
+    #: the inconclusive batch whose ERROR attempts this one asks again (its other answers are
+    #: copied: no provider call for them)
+    retries_errors_of: str | None = None
+
+    @property
+    def error_share(self) -> float | None:
+        """Share of the batch's attempts that are ERROR (from its counts); None before any."""
+        total = sum(self.counts.values())
+        return self.counts.get("error", 0) / total if total else None
+
+    @property
+    def inconclusive(self) -> bool:
+        share = self.error_share
+        return self.status == "complete" and share is not None and share > INCONCLUSIVE_ERROR_SHARE
 
 
 def atomic_write_text(path: Path, text: str) -> None:

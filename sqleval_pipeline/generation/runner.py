@@ -231,6 +231,11 @@ def _run_locked(*, store, info, cases, generator, builder, concurrency, max_retr
     if generator is None or builder is None:
         raise ValueError(f"batch {info.batch_id} is not complete: a generator is needed to fill it")
     parts = bdir / "parts"
+    if info.retries_errors_of:
+        retried = _seed_from_retried(store, info, parts)
+        if retried:
+            info = info.model_copy(update={"notes": {**info.notes, "retried_errors": {
+                "of": info.retries_errors_of, "count": retried}}})
     store.write_batch(info)
     wanted = {(cid, r) for cid in info.case_ids for r in range(info.runs)}
     # where each finished attempt's record is: read from the journal once, then kept up to
@@ -339,6 +344,38 @@ def _reuse_attempts(store: Store, info: BatchInfo, started: float) -> RunResult:
     return RunResult(info, 0, n, time.perf_counter() - started, final, n)
 
 
+def _retry_batch(source: BatchInfo) -> BatchInfo:
+    """A new batch for an inconclusive one: same inputs, its ERROR attempts asked again."""
+    from sqleval_pipeline.store import new_batch_id
+
+    return source.model_copy(update={
+        "batch_id": new_batch_id(), "status": "running", "finished_at": None, "counts": {},
+        "provider_calls": 0, "notes": {}, "attempts_from": None, "retries_errors_of": source.batch_id,
+        "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")})
+
+
+def _seed_from_retried(store: Store, info: BatchInfo, parts: Path) -> int:
+    """Copy the answers (everything but ERROR) of the batch ``info`` retries into this batch's
+    journal, once; the ERROR attempts are then generated again. Returns how many are retried."""
+    if any(parts.glob("journal-*.jsonl")):
+        return 0  # seeded by an earlier, interrupted fill
+    src = store.artifact(info.partition_key, info.retries_errors_of, "attempts.parquet")
+    if not src.exists():
+        raise ValueError(f"batch {info.batch_id} retries the ERROR attempts of {info.retries_errors_of}, "
+                         f"whose {src.name} is gone; evaluate with --new-batch")
+    journal = Journal(parts)
+    retried = 0
+    try:
+        for a in load_records(src, Attempt):
+            if a.kind == "error":
+                retried += 1
+            else:
+                journal.add(a.model_copy(update={"batch_id": info.batch_id}))
+    finally:
+        journal.close()
+    return retried
+
+
 def open_batch(store: Store, *, partition_key: str, config_name: str, config_version: str,
                snapshot_id: str, cases: Sequence[Case], runs: int, mode: str = "latest",
                batch_id: str | None = None, policy_version: str | None = None) -> BatchInfo:
@@ -369,6 +406,8 @@ def open_batch(store: Store, *, partition_key: str, config_name: str, config_ver
             if b.snapshot_id == snapshot_id and b.golden_hash == gh and b.case_ids == ids \
                     and b.runs == runs:
                 if b.policy_version == policy_version:
+                    if b.inconclusive:  # an outage is not an answer: ask its ERROR attempts again
+                        return _retry_batch(b)
                     return b
                 if source is None and b.status == "complete" and \
                         store.artifact(partition_key, b.batch_id, "attempts.parquet").exists():

@@ -149,7 +149,12 @@ def _md(text: str) -> str:
 
 @visible_text
 def scorecard_markdown(sc: Scorecard) -> str:
-    out = [f"## Scorecard `{sc.config_version}`" + (" (tuned)" if sc.tuned else ""), "",
+    out = [f"## Scorecard `{sc.config_version}`" + (" (tuned)" if sc.tuned else ""), ""]
+    if sc.inconclusive:
+        out += [f"**Inconclusive:** {sc.errors.count} of {sc.attempts_total} attempts are ERROR "
+                f"({100 * (sc.error_share or 0):.0f}%): a provider outage or a harness fault, not answers. "
+                "No gate passes on this batch; run the same configuration again to retry them.", ""]
+    out += [
            f"Grader `{sc.grader_version}`, snapshot `{sc.snapshot_id}`, runs {sc.runs}, "
            f"{sc.n_cases} cases, {sc.n_attempts} attempts. Intervals: 95% {sc.bootstrap.method}; "
            f"{sc.cluster_note()} (seed {sc.bootstrap.seed}, {sc.bootstrap.resamples} resamples). "

@@ -18,6 +18,13 @@ date, baseline and candidate versions).
 ...               baseline="base", candidate="cand")
 >>> gate(sc("base", ["CORRECT", "CORRECT"]), sc("cand", ["CORRECT", "WRONG"]), [ok]).passed
 True
+
+An outage is not a result: a candidate with more than 10% ERROR attempts is inconclusive,
+whatever its accuracy and whatever the decisions.
+
+>>> r = gate(sc("base", ["CORRECT", "WRONG"]), sc("cand", ["CORRECT", "ERROR"]), [ok])
+>>> r.passed, r.inconclusive, r.message[:60]
+(False, True, 'gate INCONCLUSIVE: candidate cand: 1 of 2 attempts are ERROR')
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.scoring.diff import Diff, diff
 from sqleval_pipeline.scoring.scorecard import Scorecard
+from sqleval_pipeline.store import INCONCLUSIVE_ERROR_SHARE
 
 GATE_SCHEMA = "sqleval.gate/1"
 DEFAULT_DECISIONS = Path("evals/decisions.yaml")
@@ -104,9 +112,16 @@ class GateResult(BaseModel):
     regressed_cases: list[str]
     decision: Decision | None = None
     rebased: bool = False
+    #: the candidate (or the baseline) is an outage, not a measurement: more than
+    #: INCONCLUSIVE_ERROR_SHARE of its attempts are ERROR; no decision can pass it
+    inconclusive: bool = False
 
     @property
     def message(self) -> str:
+        if self.inconclusive:
+            return ("gate INCONCLUSIVE: " + "; ".join(self.failures) + ". ERROR attempts are not answers: "
+                    "run the same configuration again (its ERROR attempts are retried) once the "
+                    "provider or harness works")
         if not self.failures:
             return "gate passed: no regression"
         if self.waived and self.decision is not None:
@@ -149,8 +164,17 @@ def gate(
     drop whose paired 95% interval lies below zero fails (two runs of one system differ by
     sampling; the failure names the interval and its method), and only a decision naming
     ``candidate_batch`` accepts it."""
+    outages = [f"{who} {sc.config_version}: {sc.errors.count} of {sc.attempts_total} attempts are ERROR "
+               f"({100 * (sc.error_share or 0):.0f}% > {100 * INCONCLUSIVE_ERROR_SHARE:.0f}%)"
+               for who, sc in (("candidate", candidate), ("baseline", baseline)) if sc.inconclusive]
     d = comparison or diff(baseline, candidate, rebase=rebase, seed=seed, resamples=resamples)
     acc = d.metric("accuracy")
+    if outages:
+        return GateResult(passed=False, waived=False, baseline_config=baseline.config_version,
+                          candidate_config=candidate.config_version, baseline_accuracy=acc.baseline,
+                          candidate_accuracy=acc.candidate, delta=acc.delta,
+                          fail_on_case_regression=fail_on_case_regression, failures=outages,
+                          regressed_cases=d.newly_failing, rebased=d.rebased, inconclusive=True)
     failures = []
     significant = not drift or (acc.ci is not None and acc.ci.high is not None
                                  and acc.ci.high < -_EPS)

@@ -49,6 +49,7 @@ from sqleval_pipeline.golden.model import BANDS, DIFFICULTIES, SPLITS
 from sqleval_pipeline.records import Diagnosis, Grade
 from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.textfiles import write_atomically
+from sqleval_pipeline.store import INCONCLUSIVE_ERROR_SHARE
 
 SCORECARD_SCHEMA = "sqleval.scorecard/1"
 POWER_DELTAS = (0.03, 0.05, 0.10)
@@ -271,6 +272,25 @@ class Scorecard(BaseModel):
     bootstrap: BootstrapSpec
     cases: list[CaseResult]
     notes: list[str] = Field(default_factory=list)
+
+    @property
+    def attempts_total(self) -> int:
+        """Every graded attempt, errors included (all bands and statuses)."""
+        return sum(sum(o is not None for o in c.outcomes) for c in self.cases)
+
+    @property
+    def error_share(self) -> float | None:
+        """Share of the attempts that got no answer (ERROR: provider outage, harness fault);
+        None over no attempt."""
+        total = self.attempts_total
+        return self.errors.count / total if total else None
+
+    @property
+    def inconclusive(self) -> bool:
+        """More than :data:`INCONCLUSIVE_ERROR_SHARE` of the attempts are ERROR: not a
+        measurement of the system (docs/configurations.md, regression gate)."""
+        share = self.error_share
+        return share is not None and share > INCONCLUSIVE_ERROR_SHARE
 
     def to_json(self) -> str:
         """Stable JSON (sorted keys, two-space indent)."""

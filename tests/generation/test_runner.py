@@ -270,3 +270,39 @@ def test_a_killed_process_loses_only_the_attempts_in_flight(tmp_path, serving_sn
     assert 14 <= len(lines) <= 16
     keys = [tuple(__import__("json").loads(ln)[k] for k in ("case_id", "run_index")) for ln in lines]
     assert len(set(keys)) == len(keys)
+
+
+def test_an_outage_batch_is_inconclusive_and_running_again_asks_only_its_errors(tmp_path, setup):
+    cases = setup[0]
+    store = Store(tmp_path)
+    down = {c.id: ProviderError("connection_error", "connection refused") for c in cases[:4]}
+    outage = run(store, setup, FakeSystem(errors=down), batch(store, setup))
+    assert outage.batch.counts["error"] == 12 and outage.batch.inconclusive       # 12 of 30 > 10%
+    old_bytes = store.artifact("fake@00000000", outage.batch.batch_id, "attempts.parquet").read_bytes()
+    # the provider is back: the same command opens a new batch, asks the 12 ERROR attempts only
+    retry_info = batch(store, setup)
+    assert retry_info.batch_id != outage.batch.batch_id
+    assert retry_info.retries_errors_of == outage.batch.batch_id
+    back = FakeSystem()
+    retried = run(store, setup, back, retry_info)
+    assert back.calls == 12 and retried.provider_calls == 12
+    assert retried.batch.counts.get("error", 0) == 0 and not retried.batch.inconclusive
+    assert retried.batch.notes["retried_errors"] == {"of": outage.batch.batch_id, "count": 12}
+    by_key = {a.key: a for a in outage.attempts}
+    for a in retried.attempts:
+        if by_key[a.key].kind != "error":      # answers are copied, never asked again
+            assert (a.kind, a.sql, a.refusal_reason) == (by_key[a.key].kind, by_key[a.key].sql,
+                                                         by_key[a.key].refusal_reason)
+        assert a.batch_id == retried.batch.batch_id
+    # the old batch is never refilled in place; a third run reuses the good one
+    assert store.artifact("fake@00000000", outage.batch.batch_id, "attempts.parquet").read_bytes() == old_bytes
+    assert batch(store, setup).batch_id == retried.batch.batch_id
+
+
+def test_a_few_errors_are_results_not_an_outage(tmp_path, setup):
+    store = Store(tmp_path)
+    cases = setup[0]
+    few = run(store, setup, FakeSystem(errors={cases[0].id: ProviderError("server_error", "boom")}),
+              batch(store, setup))
+    assert few.batch.counts["error"] == 3 and not few.batch.inconclusive       # 3 of 30 = 10%
+    assert batch(store, setup).batch_id == few.batch.batch_id

@@ -190,7 +190,8 @@ def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
         check_name="regression_gate", passed=bool(passed),
         severity=dg.AssetCheckSeverity.WARN if passed is None else dg.AssetCheckSeverity.ERROR,
         description=report.summary(),
-        metadata={"status": "skipped: nothing to compare with" if passed is None
+        metadata={"status": f"inconclusive: {report.inconclusive}" if report.inconclusive
+                  else "skipped: nothing to compare with" if passed is None
                   else "passed" if passed else "failed",
                   "batch_id": batch.batch_id, "gate": dg.MetadataValue.md(summary),
                   **{f"{c.kind}_delta (points)": md.pct(c.delta)
