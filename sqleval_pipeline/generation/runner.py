@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import logging
 import os
 import secrets
 import shutil
@@ -38,6 +39,9 @@ from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.records import Attempt, RecordWriter, count_records, load_records
 from sqleval_pipeline.store import BatchInfo, Store, file_lock
 from sqleval_pipeline.textfiles import atomic_path
+
+
+log = logging.getLogger("sqleval_pipeline.generation.runner")
 
 
 def golden_hash(cases: Sequence[Case]) -> str:
@@ -87,7 +91,11 @@ def _call(generator: Generator, ctx, max_retries: int, calls: _Counter, sleep):
             calls.inc()
         return generator.generate(ctx)
 
-    return call_with_retries(once, max_retries=max_retries, sleep=sleep)
+    def waiting(exc: ProviderError, n: int, delay: float) -> None:
+        log.warning("%s on %s run %d: %s; retry %d of %d in %.1f s", generator.name, ctx.case_id,
+                    ctx.run_index, exc.code, n, max_retries, delay)
+
+    return call_with_retries(once, max_retries=max_retries, sleep=sleep, on_retry=waiting)
 
 
 def make_attempt(case: Case, run_index: int, *, config_version: str, batch_id: str,
@@ -100,7 +108,11 @@ def make_attempt(case: Case, run_index: int, *, config_version: str, batch_id: s
     try:
         out, retries = _call(generator, ctx, max_retries, calls, sleep)
     except ProviderError as exc:
-        return Attempt(**base, kind="error", error_code=exc.code, error_message=exc.message,
+        gave_up = getattr(exc, "gave_up", None)
+        message = f"{exc.message} (not retried: {gave_up})" if gave_up else exc.message
+        if gave_up:
+            log.warning("%s on %s run %d: %s; %s", generator.name, case.id, run_index, exc.code, gave_up)
+        return Attempt(**base, kind="error", error_code=exc.code, error_message=message,
                        raw_response=exc.raw_response, retries=getattr(exc, "retries", 0))
     except Exception as exc:  # a generator bug is a harness fault, never the system's answer
         return Attempt(**base, kind="error", error_code="harness_error",

@@ -9,6 +9,12 @@ retry *n* (1-based) is drawn from ``[d/2, d]`` with ``d = min(max_delay, base_de
 ``retry_after``. The jitter comes from a seeded :class:`random.Random`, so a run's waits are
 reproducible; pass ``rng`` to share one generator, or ``jitter=False`` for exact doubling.
 
+Waits are bounded: a single wait longer than ``max_wait`` (default :data:`MAX_WAIT_S`, 60 s:
+a ``retry-after: 3600`` of a rate-limited provider) or one that would take the call's waits
+past ``max_total_wait`` (default :data:`MAX_TOTAL_WAIT_S`, 120 s) is not made: the error is
+re-raised at once with ``gave_up`` saying why (the attempt is then an ERROR, and an outage
+batch is retried by running it again). Every wait is reported through ``on_retry``.
+
 Non-retryable errors are re-raised at once; when retries run out the last error is
 re-raised. Either way the error carries ``retries`` (how many retries were made). Any other
 exception (a bug) propagates untouched.
@@ -25,6 +31,13 @@ exception (a bug) propagates untouched.
 ('SELECT 1', 2)
 >>> waits[0] >= 3 and 0.5 <= waits[1] <= 1.0
 True
+>>> def hour():
+...     raise ProviderError("rate_limited", "429", retryable=True, retry_after=3600)
+>>> try:
+...     call_with_retries(hour, max_retries=3, sleep=waits.append)
+... except ProviderError as exc:
+...     print(exc.retries, exc.gave_up)
+0 the provider asked to wait 3600 s, more than the 60 s cap
 """
 
 from __future__ import annotations
@@ -42,6 +55,10 @@ T = TypeVar("T")
 
 #: the default jitter seed: reproducible waits unless the caller passes its own ``rng``
 DEFAULT_SEED = 20250630
+#: the longest single wait before a retry (a larger ``retry-after`` ends the call instead)
+MAX_WAIT_S = 60.0
+#: the most one call may spend waiting between retries, all waits together
+MAX_TOTAL_WAIT_S = 120.0
 
 
 def backoff_delay(retry_number: int, *, base_delay: float = 0.5, max_delay: float = 30.0,
@@ -81,6 +98,8 @@ def call_with_retries(
     on_retry: Callable[[ProviderError, int, float], object] | None = None,
     rng: random.Random | None = None,
     jitter: bool = True,
+    max_wait: float = MAX_WAIT_S,
+    max_total_wait: float = MAX_TOTAL_WAIT_S,
 ) -> tuple[T, int]:
     """Call ``fn`` until it succeeds or retries run out; return ``(result, retries_used)``.
 
@@ -93,25 +112,38 @@ def call_with_retries(
         on_retry: called as ``on_retry(error, retry_number, delay)`` before each wait.
         rng: the jitter source; default ``random.Random(DEFAULT_SEED)`` per call.
         jitter: False for exact doubling (``base_delay * 2**(n-1)``, capped).
+        max_wait, max_total_wait: the bounds on one wait and on all of them (see module doc).
 
     Raises:
         ProviderError: the first non-retryable error, or the last retryable one when
-            ``max_retries`` are used up; ``error.retries`` says how many retries were made.
+            ``max_retries`` are used up, or a wait is over its bounds (``error.gave_up``);
+            ``error.retries`` says how many retries were made.
     """
     if max_retries < 0:
         raise ValueError(f"max_retries must be >= 0, got {max_retries}")
     rng = rng if rng is not None else random.Random(DEFAULT_SEED)
     retries = 0
+    waited = 0.0
     while True:
         try:
             return fn(), retries
         except ProviderError as exc:
             exc.retries = retries  # type: ignore[attr-defined]
+            exc.gave_up = None  # type: ignore[attr-defined]
             if not exc.retryable or retries >= max_retries:
                 raise
-            retries += 1
-            delay = backoff_delay(retries, base_delay=base_delay, max_delay=max_delay,
+            delay = backoff_delay(retries + 1, base_delay=base_delay, max_delay=max_delay,
                                   retry_after=exc.retry_after, rng=rng, jitter=jitter)
+            if delay > max_wait:
+                exc.gave_up = (f"the provider asked to wait {delay:.0f} s, more than the "  # type: ignore[attr-defined]
+                               f"{max_wait:.0f} s cap")
+                raise
+            if waited + delay > max_total_wait:
+                exc.gave_up = (f"retrying would wait {waited + delay:.0f} s in all, more than the "  # type: ignore[attr-defined]
+                               f"{max_total_wait:.0f} s cap")
+                raise
+            retries += 1
+            waited += delay
             if on_retry is not None:
                 on_retry(exc, retries, delay)
             sleep(delay)

@@ -258,6 +258,24 @@ def test_openai_429_retry_after_then_success(fake_openai, ctx, waits):
     assert waits[0] >= 3 and waits[1] >= 1.5
 
 
+def test_openai_429_with_an_hour_of_retry_after_is_not_waited(fake_openai, ctx, waits):
+    # a provider asking for an hour: the call ends at once with the reason (never sleeps an hour)
+    with _openai(fake_openai) as gen:
+        fake_openai.queue(rate_limited(3600), sql("SELECT 6"))
+        with pytest.raises(ProviderError) as err:
+            call_with_retries(lambda: gen.generate(ctx), max_retries=4, sleep=waits.append)
+    assert waits == [] and fake_openai.calls == 1
+    assert err.value.code == "rate_limited" and "3600 s" in err.value.gave_up and "60 s cap" in err.value.gave_up
+
+
+def test_openai_retry_waits_are_bounded_in_all(fake_openai, ctx, waits):
+    with _openai(fake_openai) as gen:
+        fake_openai.queue(*[rate_limited(50) for _ in range(5)], sql("SELECT 6"))
+        with pytest.raises(ProviderError) as err:
+            call_with_retries(lambda: gen.generate(ctx), max_retries=5, sleep=waits.append)
+    assert waits == [50.0, 50.0] and sum(waits) <= 120 and "in all" in err.value.gave_up
+
+
 def test_openai_500_retried(fake_openai, ctx, waits):
     with _openai(fake_openai) as gen:
         fake_openai.queue(server_error(502), server_error(500), sql("SELECT 7"))

@@ -306,3 +306,14 @@ def test_a_few_errors_are_results_not_an_outage(tmp_path, setup):
               batch(store, setup))
     assert few.batch.counts["error"] == 3 and not few.batch.inconclusive       # 3 of 30 = 10%
     assert batch(store, setup).batch_id == few.batch.batch_id
+
+
+def test_a_provider_asking_for_an_hour_is_an_error_at_once_and_says_why(tmp_path, setup):
+    store = Store(tmp_path)
+    cases = setup[0]
+    waits = []
+    hour = ProviderError("rate_limited", "slow down", retryable=True, retry_after=3600)
+    res = run(store, setup, FakeSystem(errors={cases[0].id: hour}), batch(store, setup), sleep=waits.append)
+    errors = [a for a in res.attempts if a.kind == "error"]
+    assert waits == [] and len(errors) == 3
+    assert all("not retried" in a.error_message and "3600 s" in a.error_message for a in errors)
