@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import hashlib
 import json
 import logging
 import secrets
@@ -43,6 +44,21 @@ log = logging.getLogger("sqleval_pipeline.store")
 #: provider outage, a harness fault) is *inconclusive*: it passes no gate, and re-running the
 #: configuration version retries its ERROR attempts in a new batch
 INCONCLUSIVE_ERROR_SHARE = 0.10
+
+
+#: the manifest of a batch's files (name -> size, SHA-256), rewritten at the end of each stage
+FILES_MANIFEST = "files.json"
+#: files of a batch folder that are not part of its recorded content
+UNRECORDED = frozenset({"batch.json", FILES_MANIFEST})
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes (read in 1 MiB blocks)."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 class BatchFileError(ValueError):
@@ -69,7 +85,7 @@ class BatchInfo(BaseModel):
     golden_hash: str
     runs: int
     case_ids: list[str]
-    status: str = "running"  # running | complete
+    status: str = "running"  # running | complete | damaged (a recorded file missing or changed)
     created_at: str
     finished_at: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
@@ -145,8 +161,60 @@ class Store:
         #: batch folders skipped because their batch.json is unreadable: {path: reason}
         self.unreadable: dict[Path, str] = {}
 
+    # ---- a finished batch is a manifest of its files -------------------------------------
+
+    def _batch_files(self, info: BatchInfo) -> dict[str, Path]:
+        folder = self.batch_dir(info.partition_key, info.batch_id)
+        if not folder.exists():
+            return {}
+        return {p.name: p for p in sorted(folder.iterdir())
+                if p.is_file() and not p.name.startswith(".") and p.name not in UNRECORDED}
+
+    def record_files(self, info: BatchInfo) -> dict[str, dict]:
+        """Record the size and SHA-256 of every file of the batch (``files.json``); called at the
+        end of every stage (:meth:`publish`), so what a stage wrote is what is recorded."""
+        entries = {name: {"size": p.stat().st_size, "sha256": file_digest(p)}
+                   for name, p in self._batch_files(info).items()}
+        atomic_write_text(self.artifact(info.partition_key, info.batch_id, FILES_MANIFEST),
+                          json.dumps({"files": entries}, indent=2, sort_keys=True) + "\n")
+        return entries
+
+    def damaged(self, info: BatchInfo) -> list[str]:
+        """What is wrong with the batch's recorded files: ``"<name>: missing"`` or
+        ``"<name>: changed since it was written"`` (size or digest); an unreadable manifest is
+        itself damage. Empty for an intact batch (or one recorded before manifests existed)."""
+        f = self.artifact(info.partition_key, info.batch_id, FILES_MANIFEST)
+        if not f.exists():
+            return []
+        try:
+            recorded = json.loads(f.read_text())["files"]
+            assert isinstance(recorded, dict)
+        except (OSError, ValueError, KeyError, TypeError, AssertionError):
+            return [f"{FILES_MANIFEST}: unreadable"]
+        problems = []
+        for name, entry in sorted(recorded.items()):
+            p = self.artifact(info.partition_key, info.batch_id, name)
+            if not p.exists():
+                problems.append(f"{name}: missing")
+            elif not isinstance(entry, dict) or p.stat().st_size != entry.get("size") \
+                    or file_digest(p) != entry.get("sha256"):
+                problems.append(f"{name}: changed since it was written")
+        return problems
+
+    def mark_damaged(self, info: BatchInfo, problems: list[str]) -> BatchInfo:
+        """Take a damaged batch out of use (status ``damaged``, the problems in its notes): it is
+        never reused or refilled; its files stay as they are for inspection."""
+        folder = self.batch_dir(info.partition_key, info.batch_id)
+        log.warning("batch %s is damaged (%s): not reused; its work is redone in a new batch",
+                    folder, "; ".join(problems))
+        marked = info.model_copy(update={"status": "damaged", "notes": {**info.notes, "damaged": problems}})
+        self.write_batch(marked)
+        return marked
+
     def publish(self, info: BatchInfo) -> int:
-        """Upload the batch's finished files to the remote store (none configured: nothing)."""
+        """Record the batch's files (:meth:`record_files`), then upload its finished files to
+        the remote store (none configured: nothing)."""
+        self.record_files(info)
         if self.remote is None:
             return 0
         return self.remote.push(self.root, f"runs/{info.partition_key}/{info.batch_id}")

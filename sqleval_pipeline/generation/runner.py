@@ -149,7 +149,9 @@ class Journal:
 
     def add(self, attempt: Attempt) -> tuple[Path, int]:
         """Write one attempt; where its line is (file, byte offset)."""
-        line = attempt.model_dump_json().encode() + b"\n"
+        body = attempt.model_dump_json().encode()
+        # each record carries the SHA-256 of its JSON: an edited record is refused on resume
+        line = hashlib.sha256(body).hexdigest().encode() + b" " + body + b"\n"
         where = (self.path, self._size)
         self._fh.write(line)
         self._fh.flush()
@@ -194,20 +196,36 @@ def journaled(parts: Path) -> Iterator[tuple[tuple[str, int], Path, int]]:
                 offset += len(line)
 
 
+def _decode(raw: bytes) -> Attempt | None:
+    """The attempt of one journal record, or None when it is torn, unreadable or edited.
+
+    A record is ``<sha256 of the JSON> <JSON>``; the checksum must match the JSON's bytes.
+    Records of earlier versions (the JSON alone, no checksum) are still read."""
+    raw = raw.rstrip(b"\r\n")
+    if raw[:1] != b"{":
+        digest, _, raw = raw.partition(b" ")
+        if hashlib.sha256(raw).hexdigest().encode() != digest:
+            return None
+    try:
+        return Attempt.model_validate_json(raw)
+    except ValueError:
+        return None
+
+
 def _read_record(handles: dict[Path, object], path: Path, offset: int) -> Attempt:
     fh = handles.get(path)
     if fh is None:
         fh = handles[path] = path.open("rb")
     fh.seek(offset)
-    return Attempt.model_validate_json(fh.readline() if path.suffix == ".jsonl" else fh.read())
+    a = _decode(fh.readline() if path.suffix == ".jsonl" else fh.read())
+    if a is None:
+        raise ValueError(f"{path} at byte {offset}: the journal record changed after it was checked")
+    return a
 
 
-def _key_of(text: str | bytes) -> tuple[str, int] | None:
-    try:
-        a = Attempt.model_validate_json(text)
-    except ValueError:
-        return None
-    return a.case_id, a.run_index
+def _key_of(text: bytes) -> tuple[str, int] | None:
+    a = _decode(text)
+    return None if a is None else (a.case_id, a.run_index)
 
 
 # ---- the stage -----------------------------------------------------------------------------
@@ -398,7 +416,11 @@ def open_batch(store: Store, *, partition_key: str, config_name: str, config_ver
     Executions depend on the guard policy (``policy_version``), attempts do not: when the
     newest matching batch was executed under another policy, a new batch is opened that
     reuses its attempts (``attempts_from``; no provider calls) and executes them again under
-    the current policy. A stored batch is never re-executed in place."""
+    the current policy. A stored batch is never re-executed in place.
+
+    A batch whose recorded files are missing or changed (:meth:`Store.damaged`) is marked
+    ``damaged`` and skipped; a new batch redoes its work (copying its attempts when those are
+    intact, so only the later stages run again)."""
     from sqleval_pipeline.store import new_batch_id
 
     gh = golden_hash(cases)
@@ -407,6 +429,11 @@ def open_batch(store: Store, *, partition_key: str, config_name: str, config_ver
         found = store.get(partition_key, batch_id)
         if found is None:
             raise ValueError(f"no batch {batch_id} for {partition_key}")
+        damage = [] if found.status == "damaged" else store.damaged(found)
+        if found.status == "damaged" or damage:
+            raise ValueError(f"batch {batch_id} of {partition_key} is damaged "
+                             f"({'; '.join(damage or found.notes.get('damaged', []))}); it is never "
+                             "refilled: evaluate without --batch to redo its work in a new batch")
         if policy_version and found.policy_version and found.policy_version != policy_version:
             raise ValueError(f"batch {batch_id} was executed under guard policy {found.policy_version}, "
                              f"not the current {policy_version}; evaluate without --batch to execute "
@@ -416,7 +443,14 @@ def open_batch(store: Store, *, partition_key: str, config_name: str, config_ver
     if mode == "latest":
         for b in reversed(store.batches(partition_key)):
             if b.snapshot_id == snapshot_id and b.golden_hash == gh and b.case_ids == ids \
-                    and b.runs == runs:
+                    and b.runs == runs and b.status != "damaged":
+                damage = store.damaged(b)
+                if damage:  # never reused, never refilled: redone in a new batch
+                    store.mark_damaged(b, damage)
+                    if source is None and not any(d.startswith("attempts.parquet") for d in damage) \
+                            and store.artifact(partition_key, b.batch_id, "attempts.parquet").exists():
+                        source = b  # its answers are intact: copied, executed again
+                    continue
                 if b.policy_version == policy_version:
                     if b.inconclusive:  # an outage is not an answer: ask its ERROR attempts again
                         return _retry_batch(b)

@@ -268,7 +268,9 @@ def test_a_killed_process_loses_only_the_attempts_in_flight(tmp_path, serving_sn
     lines = _journal_lines(store, info)
     # 15 answers were printed; at most the one being answered at the kill is not journaled
     assert 14 <= len(lines) <= 16
-    keys = [tuple(__import__("json").loads(ln)[k] for k in ("case_id", "run_index")) for ln in lines]
+    # each record is "<sha256 of its JSON> <JSON>"
+    keys = [tuple(__import__("json").loads(ln.split(" ", 1)[1])[k] for k in ("case_id", "run_index"))
+            for ln in lines]
     assert len(set(keys)) == len(keys)
 
 
@@ -317,3 +319,60 @@ def test_a_provider_asking_for_an_hour_is_an_error_at_once_and_says_why(tmp_path
     errors = [a for a in res.attempts if a.kind == "error"]
     assert waits == [] and len(errors) == 3
     assert all("not retried" in a.error_message and "3600 s" in a.error_message for a in errors)
+
+
+def test_an_edited_journal_record_is_refused_and_made_again(tmp_path, setup):
+    store = Store(tmp_path)
+    info = batch(store, setup)
+    with pytest.raises(Crash):
+        run(store, setup, FakeSystem(crash_after=10), info, concurrency=1)
+    parts = store.batch_dir(info.partition_key, info.batch_id) / "parts"
+    journal = next(parts.glob("journal-*.jsonl"))
+    lines = journal.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 10 and lines[0][:64].isalnum()
+    # another valid JSON record under the old checksum: the answer was changed by hand
+    lines[3] = lines[3].replace(b"SELECT 1 AS x", b"SELECT 2 AS x")
+    journal.write_bytes(b"".join(lines))
+    again = FakeSystem()
+    done = run(store, setup, again, info, concurrency=1)
+    assert again.calls == 21                      # the 20 never made, and the edited one
+    assert not any("SELECT 2" in (a.sql or "") for a in done.attempts)
+
+
+def _flip(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["delete", "flip"])
+def test_a_finished_batch_with_damaged_attempts_is_redone_in_a_new_batch(tmp_path, setup, damage):
+    store = Store(tmp_path)
+    first = run(store, setup, FakeSystem(), batch(store, setup))
+    store.publish(first.batch)                    # what every stage does at its end
+    path = store.artifact(first.batch.partition_key, first.batch.batch_id, "attempts.parquet")
+    path.unlink() if damage == "delete" else _flip(path)
+    info = batch(store, setup)
+    assert info.batch_id != first.batch.batch_id and info.attempts_from is None
+    old = store.get(first.batch.partition_key, first.batch.batch_id)
+    assert old.status == "damaged" and old.notes["damaged"][0].startswith("attempts.parquet")
+    again = FakeSystem()
+    assert run(store, setup, again, info).batch.status == "complete" and again.calls == 30
+    with pytest.raises(ValueError, match="damaged"):   # never refilled by name either
+        open_batch(store, partition_key=first.batch.partition_key, config_name="fake",
+                   config_version="00000000", snapshot_id=setup[2], cases=setup[0], runs=3,
+                   batch_id=first.batch.batch_id)
+
+
+def test_a_damaged_later_file_keeps_the_answers_and_redoes_the_rest(tmp_path, setup):
+    store = Store(tmp_path)
+    first = run(store, setup, FakeSystem(), batch(store, setup))
+    later = store.artifact(first.batch.partition_key, first.batch.batch_id, "executions.parquet")
+    later.write_bytes(b"PAR1 stand-in for a stage's output PAR1")
+    store.publish(first.batch)
+    _flip(later)
+    info = batch(store, setup)
+    assert info.batch_id != first.batch.batch_id and info.attempts_from == first.batch.batch_id
+    again = FakeSystem()
+    redone = run(store, setup, again, info)
+    assert again.calls == 0 and [a.sql for a in redone.attempts] == [a.sql for a in first.attempts]
