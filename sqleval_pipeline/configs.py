@@ -361,9 +361,19 @@ def load_configs(directory: Path | None = None, *, project: Any = None,
             if errors is None:
                 raise
             errors.append(str(exc))
+    # a name is used once: the later file (in file-name order) is the error, the first and
+    # every other configuration still load (with ``errors``; without, it raises)
     names: dict[str, Path] = {}
+    kept = []
     for c in configs:
         if c.name in names:
-            raise ConfigError(f"{c.path}: configuration name '{c.name}' is already used by {names[c.name]}")
+            message = (f"{c.path}: field 'name': configuration name '{c.name}' is already used by "
+                       f"{names[c.name]}; give this file another name (its version would be confused "
+                       "with the other's scorecards)")
+            if errors is None:
+                raise ConfigError(message)
+            errors.append(message)
+            continue
         names[c.name] = c.path
-    return configs
+        kept.append(c)
+    return kept

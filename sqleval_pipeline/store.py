@@ -143,11 +143,21 @@ def new_batch_id(now: dt.datetime | None = None) -> str:
 
 
 def batch_order(info: BatchInfo) -> tuple:
-    """Sort key: creation time (ids of older batches carry only the second), then id."""
+    """Sort key: creation time (ids of older batches carry only the second), then id. A time
+    written without a zone (earlier versions) is read as UTC, so old and new batches sort together.
+
+    >>> old = BatchInfo(batch_id="b1", partition_key="p", config_name="c", config_version="v",
+    ...                 snapshot_id="s", golden_hash="g", runs=3, case_ids=[], created_at="2026-12-01T10:00:00")
+    >>> new = old.model_copy(update={"batch_id": "b2", "created_at": "2026-12-01T09:00:00+00:00"})
+    >>> [b.batch_id for b in sorted([old, new], key=batch_order)]
+    ['b2', 'b1']
+    """
     try:
         when = dt.datetime.fromisoformat(info.created_at)
     except ValueError:
-        when = dt.datetime.min.replace(tzinfo=dt.UTC)
+        when = dt.datetime.min
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
     return (when, info.batch_id)
 
 

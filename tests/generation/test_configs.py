@@ -123,3 +123,21 @@ def test_committed_configurations_load():
     assert len({c.partition_key for c in configs}) == len(configs) >= 4
     offline = [c for c in configs if c.config.generator.kind == "baseline"]
     assert {c.config.context.curation for c in offline} == {True, False}
+
+
+def test_a_duplicate_name_is_the_later_file_s_error_and_the_rest_runs(tmp_path):
+    from sqleval_pipeline.project import load_project
+
+    project = load_project(location.REPO_ROOT)
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    base = "generator: {kind: baseline}\nruns: 3\n"
+    (folder / "a.yaml").write_text("name: same\n" + base)
+    (folder / "b.yaml").write_text("name: same\n" + base + "context: {curation: true}\n")
+    (folder / "c.yaml").write_text("name: other\n" + base)
+    errors: list[str] = []
+    loaded = load_configs(folder, project=project, errors=errors)
+    assert [c.path.name for c in loaded] == ["a.yaml", "c.yaml"]
+    assert len(errors) == 1 and str(folder / "b.yaml") in errors[0] and str(folder / "a.yaml") in errors[0]
+    with pytest.raises(ConfigError, match="b.yaml"):
+        load_configs(folder, project=project)

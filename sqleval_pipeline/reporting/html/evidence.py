@@ -207,6 +207,8 @@ def collect_evidence(env: Environment, now: dt.datetime | None = None) -> Eviden
             notes.append("the serving file's checksum now differs from the one after the suite "
                          "(the file was rebuilt since): run the suite again for current evidence")
         ran = dt.datetime.fromisoformat(guard.ran_at) if guard.ran_at else None
+        if ran is not None and ran.tzinfo is None:  # written without a zone by earlier versions: UTC
+            ran = ran.replace(tzinfo=dt.UTC)
         edited = dt.datetime.fromtimestamp(policy_path.stat().st_mtime, dt.UTC)
         if ran is not None and edited > ran:
             notes.append(f"the guard policy file was changed after the suite ran ({policy_path.name}"
