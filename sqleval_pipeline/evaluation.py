@@ -293,7 +293,10 @@ def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
     grades = {g.key: g for g in load_records(env.store.artifact(
         batch.partition_key, batch.batch_id, "grades.parquet"), Grade) if is_failure(g)}
     cases = {c.id: c for c in env.cases}
-    kept = {j.name: {d.key: d for d in existing if d.judge == j.name and d.judge_version == j.version}
+    # a verdict is reused only for the same judge version *and* the same failing grade (grader
+    # version): an attempt re-graded by another grader is diagnosed again, one that passes now is not
+    kept = {j.name: {d.key: d for d in existing if d.judge == j.name and d.judge_version == j.version
+                     and d.key in grades and d.grader_version == grades[d.key].grader_version}
             for j in judges}
     new: dict[str, list] = {j.name: [] for j in judges}
     attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, "attempts.parquet")
@@ -313,7 +316,8 @@ def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
                     log.warning("judge %s gave no diagnosis for %s: %s", judge.name, key, err)
             else:
                 made = [judge.diagnose(i) for i in todo]
-            new[judge.name] += made
+            new[judge.name] += [d.model_copy(update={"grader_version": grades[d.key].grader_version})
+                                for d in made]
 
     # failed attempts only, a chunk at a time: what a judge reads (SQL, rows) is never held
     # for the whole batch; a chunk ends at a case boundary so identical runs meet in one call

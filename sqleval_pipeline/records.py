@@ -206,6 +206,9 @@ class Diagnosis(AttemptKey):
     explanation: str
     judge: str = Field(min_length=1)
     judge_version: str | None = None
+    #: the grader whose failing grade this diagnoses (None: recorded before diagnoses were
+    #: keyed by grader; such a diagnosis is made again)
+    grader_version: str | None = None
     prompt: str | None = Field(default=None, description="what an LLM judge was sent (the proof "
                                "of what left the machine, e.g. no row values in client-safe mode)")
 

@@ -326,6 +326,28 @@ def test_failures_are_diagnosed_and_judges_calibrated_against_labels(env):
     assert any("uncalibrated" in line for line in ev.calibration_lines(report))
 
 
+def test_diagnoses_are_kept_per_grader_version_and_only_for_what_still_fails(env):
+    from sqleval_pipeline.grading import GRADER_VERSION
+    from sqleval_pipeline.records import Diagnosis, save_records
+
+    raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    res = ev.evaluate(env, raw, case_ids=["com-008", "com-001"])
+    folder = env.store.batch_dir(raw.partition_key, res.batch.batch_id)
+    diags = load_records(folder / "diagnoses.parquet", Diagnosis)
+    assert diags and all(d.grader_version == GRADER_VERSION for d in diags)
+    # a stored verdict made for another grader's grade, and one for an attempt that passes:
+    # neither is reused — the first is made again, the second dropped
+    passing = next(g for g in load_records(folder / "grades.parquet", Grade) if g.outcome == "CORRECT")
+    stale = [d.model_copy(update={"grader_version": "r0-old", "explanation": "stale"}) for d in diags]
+    ghost = diags[0].model_copy(update={"case_id": passing.case_id, "run_index": passing.run_index,
+                                        "explanation": "ghost"})
+    save_records(folder / "diagnoses.parquet", [*stale, ghost])
+    again = ev.stage_diagnoses(env, raw, res.batch)
+    assert {d.key for d in again} == {d.key for d in diags}
+    assert not any(d.explanation in ("stale", "ghost") for d in again)
+    assert all(d.grader_version == GRADER_VERSION for d in again)
+
+
 def test_a_model_backed_configuration_runs_end_to_end_against_a_loopback_provider(env, tmp_path, monkeypatch):
     """The real Anthropic SDK path, through attempts → guard → grades → scorecard. The fake
     answers from the question it finds in the rendered prompt: right SQL, a hostile query, a
