@@ -78,6 +78,25 @@ def flat_row(record: BaseModel, nested: frozenset[str]) -> dict[str, Any]:
     return row
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def _sweep_staging(path: Path) -> None:
+    """Remove the staging folders a killed writer of ``path`` left behind (their process is
+    gone); a live writer's folder (two processes on one batch) is left alone."""
+    for d in path.parent.glob(f".{path.stem}.*"):
+        pid = d.name[len(path.stem) + 2:].split(".", 1)[0]
+        if d.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
 class RecordWriter:
     """Stream records of one model into ``path`` (``.parquet``, or JSON Lines otherwise).
 
@@ -97,7 +116,8 @@ class RecordWriter:
         self._longest = 0  # characters in the longest staged row (sizes DuckDB's reader)
         self._aborted = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._tmpdir = Path(tempfile.mkdtemp(prefix=f".{self.path.stem}.", dir=self.path.parent))
+        _sweep_staging(self.path)
+        self._tmpdir = Path(tempfile.mkdtemp(prefix=f".{self.path.stem}.{os.getpid()}.", dir=self.path.parent))
         self._staging = self._tmpdir / "rows.jsonl"
         self._fh = self._staging.open("w", encoding="utf-8", errors=ENCODING_ERRORS)
 

@@ -117,3 +117,4 @@ def test_reports_show_controls_as_escapes(text):
     assert not RAW_IN_REPORT.search(html) and _utf8(html)
     md = visible_text(lambda t: f"| sql | {t} |")(text)
     assert not RAW_IN_REPORT.search(md)
+

@@ -138,9 +138,11 @@ class Journal:
     process loses only what was in flight; ``fsync`` runs every ``sync_every`` attempts or
     ``sync_seconds``, and on close."""
 
-    def __init__(self, parts: Path, *, sync_every: int = 512, sync_seconds: float = 1.0):
+    def __init__(self, parts: Path, *, sync_every: int = 512, sync_seconds: float = 1.0,
+                 kind: str = ""):
         parts.mkdir(parents=True, exist_ok=True)
-        self.path = parts / f"journal-{os.getpid()}-{secrets.token_hex(3)}.jsonl"
+        # ``kind="seeded"``: answers copied from another batch (no provider call was made for them)
+        self.path = parts / f"journal-{kind + '-' if kind else ''}{os.getpid()}-{secrets.token_hex(3)}.jsonl"
         self._fh = self.path.open("ab")
         self._size = 0  # a new file: the next line starts here
         self._unsynced = 0
@@ -194,6 +196,18 @@ def journaled(parts: Path) -> Iterator[tuple[tuple[str, int], Path, int]]:
                 if key is not None:
                     yield key, p, offset
                 offset += len(line)
+
+
+def _calls_journaled(where: dict[tuple[str, int], tuple[Path, int]]) -> int:
+    """Provider calls behind the journaled attempts made for this batch (one per attempt plus
+    its retries); answers copied from another batch (``journal-seeded-*``) cost none."""
+    handles: dict[Path, object] = {}
+    try:
+        return sum(1 + _read_record(handles, path, offset).retries
+                   for path, offset in where.values() if not path.name.startswith("journal-seeded-"))
+    finally:
+        for fh in handles.values():
+            fh.close()
 
 
 def _decode(raw: bytes) -> Attempt | None:
@@ -280,6 +294,9 @@ def _run_locked(*, store, info, cases, generator, builder, concurrency, max_retr
     resumed = len(where)
     total = len(wanted)
     calls = _Counter()
+    # calls made by earlier, interrupted fills of this batch (their journals), so a batch
+    # finished by a second process counts every call it cost, not only the last process's
+    earlier = _calls_journaled(where) if getattr(generator, "calls_provider", True) else 0
     if on_progress:
         on_progress(resumed, total)
     kw = dict(config_version=info.config_version, batch_id=info.batch_id, generator=generator,
@@ -297,7 +314,7 @@ def _run_locked(*, store, info, cases, generator, builder, concurrency, max_retr
     counts = _consolidate(where, final, info)
     info = info.model_copy(update={
         "status": "complete", "counts": counts,
-        "provider_calls": info.provider_calls + calls.n,
+        "provider_calls": info.provider_calls + earlier + calls.n,
         "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     })
     store.write_batch(info)
@@ -393,7 +410,7 @@ def _seed_from_retried(store: Store, info: BatchInfo, parts: Path) -> int:
     if not src.exists():
         raise ValueError(f"batch {info.batch_id} retries the ERROR attempts of {info.retries_errors_of}, "
                          f"whose {src.name} is gone; evaluate with --new-batch")
-    journal = Journal(parts)
+    journal = Journal(parts, kind="seeded")
     retried = 0
     try:
         for a in load_records(src, Attempt):

@@ -376,3 +376,13 @@ def test_a_damaged_later_file_keeps_the_answers_and_redoes_the_rest(tmp_path, se
     again = FakeSystem()
     redone = run(store, setup, again, info)
     assert again.calls == 0 and [a.sql for a in redone.attempts] == [a.sql for a in first.attempts]
+
+
+def test_provider_calls_are_counted_across_interrupted_processes(tmp_path, setup):
+    store = Store(tmp_path)
+    info = batch(store, setup)
+    with pytest.raises(Crash):
+        run(store, setup, FakeSystem(crash_after=12), info, concurrency=1)   # 12 answered, then killed
+    second = run(store, setup, FakeSystem(), info, concurrency=1)
+    assert second.provider_calls == 18                     # this process's calls
+    assert second.batch.provider_calls == 30               # the batch's: every call it cost
