@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +125,41 @@ def job_for(groups: list[str]) -> str:
     return names.pop()
 
 
+#: tags naming the process (and host) that runs an in-process run: a run still STARTED whose
+#: process is gone was killed, and is marked failed by the next run (:func:`fail_orphaned_runs`)
+PID_TAG = "sqleval/pid"
+HOST_TAG = "sqleval/host"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def fail_orphaned_runs(instance) -> list[str]:
+    """Mark failed every run of this host still STARTED whose process no longer exists (a
+    ``kill -9`` leaves a run STARTED forever); returns their run ids."""
+    import dagster as dg
+
+    host = socket.gethostname()
+    failed = []
+    records = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED],
+                                                     tags={HOST_TAG: host}), limit=200)
+    for record in records:
+        run = record.dagster_run
+        pid = run.tags.get(PID_TAG, "")
+        if pid.isdigit() and int(pid) != os.getpid() and not _process_alive(int(pid)):
+            instance.report_run_failed(run, f"the process that ran it ({pid} on {host}) is gone "
+                                            "(killed); its work resumes in the next run")
+            failed.append(run.run_id)
+    return failed
+
+
 def materialize(groups: list[str], run_config: dict | None = None,
                 project: Project | None = None, manifest_dir: str | None = None,
                 partition_key: str | None = None, configs_dir: str | None = None,
@@ -146,7 +182,8 @@ def materialize(groups: list[str], run_config: dict | None = None,
     config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     if run_config:
         config.update(run_config)
-    run_tags = {"sqleval/trigger": "cli", "sqleval/user": _user(getpass), **(tags or {})}
+    run_tags = {"sqleval/trigger": "cli", "sqleval/user": _user(getpass), **(tags or {}),
+                PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     started = time.perf_counter()
     from sqleval_pipeline.store import file_lock
 
@@ -155,6 +192,7 @@ def materialize(groups: list[str], run_config: dict | None = None,
     with file_lock(project.home.dagster_home / ".instance.lock"):
         instance = dg.DagsterInstance.get()
     with instance:  # (entered: resolving the job reads its state)
+        fail_orphaned_runs(instance)
         job = defs.resolve_job_def(job_for(groups))
         graph = defs.resolve_asset_graph()
         wanted = [k for k in graph.get_all_asset_keys()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from sqleval_pipeline.recordio import RecordWriter
 from sqleval_pipeline.records import Diagnosis
 
@@ -23,3 +25,30 @@ def test_a_killed_writer_s_staging_folder_is_swept_by_the_next_writer(tmp_path):
         w.write(Diagnosis(config_version="c", case_id="q", run_index=0, category="wrong_filter",
                           explanation="x", judge="rules"))
     assert not [d for d in tmp_path.iterdir() if d.name.startswith(".executions.")]
+
+
+def test_a_run_left_started_by_a_killed_process_is_marked_failed():
+    import socket
+    import subprocess
+    import sys
+
+    import dagster as dg
+    from dagster._core.test_utils import create_run_for_test
+
+    from sqleval_pipeline.orchestrate import HOST_TAG, PID_TAG, fail_orphaned_runs
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()                                            # a process id that no longer exists
+    here = socket.gethostname()
+    with dg.instance_for_test() as instance:
+        killed = create_run_for_test(instance, status=dg.DagsterRunStatus.STARTED,
+                                     tags={PID_TAG: str(gone.pid), HOST_TAG: here})
+        alive = create_run_for_test(instance, status=dg.DagsterRunStatus.STARTED,
+                                    tags={PID_TAG: str(os.getppid()), HOST_TAG: here})
+        elsewhere = create_run_for_test(instance, status=dg.DagsterRunStatus.STARTED,
+                                        tags={PID_TAG: str(gone.pid), HOST_TAG: "another-host"})
+        assert fail_orphaned_runs(instance) == [killed.run_id]
+        status = {r: instance.get_run_by_id(r).status for r in (killed.run_id, alive.run_id, elsewhere.run_id)}
+        assert status == {killed.run_id: dg.DagsterRunStatus.FAILURE,
+                          alive.run_id: dg.DagsterRunStatus.STARTED,
+                          elsewhere.run_id: dg.DagsterRunStatus.STARTED}
