@@ -41,11 +41,13 @@ def golden_freeze(
 ) -> None:
     """Run reference SQL on the pinned snapshot and store expected results (never by hand)."""
     from sqleval_pipeline.golden.freeze import FreezeError, freeze_cases
-    from sqleval_pipeline.golden.loader import write_cases
+    from sqleval_pipeline.golden.loader import GoldenChanged, write_cases
 
     pinned_id, manifest, serving = pinned()
     wanted = set(cases.split(",")) if cases else None
     gs = load_golden_or_fail(_golden(golden))
+    # what each file held when read: a file changed meanwhile is not overwritten
+    befores = {gs.locations[c.id][0]: gs.locations[c.id][0].read_bytes() for c in gs.cases}
     if wanted and (unknown := wanted - set(gs.by_id())):
         fail(f"unknown case id(s): {', '.join(sorted(unknown))}")
     by_file: dict[Path, list] = {}
@@ -62,7 +64,10 @@ def golden_freeze(
                                                     notes=notes)}
         except FreezeError as exc:
             fail(f"{f}: {exc}")
-        write_cases(f, [frozen.get(c.id, c) for c in file_cases])
+        try:
+            write_cases(f, [frozen.get(c.id, c) for c in file_cases], before=befores[f])
+        except GoldenChanged as exc:
+            fail(str(exc))
         n += len(todo)
     # ties at a LIMIT cut (recorded), a LIMIT without ORDER BY, shapes freezing cannot analyse
     for note in notes:

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from sqleval_pipeline.golden.freeze import freeze_case
-from sqleval_pipeline.golden.loader import load_golden, write_cases
+from sqleval_pipeline.golden.loader import GoldenChanged, load_golden, write_cases
 from sqleval_pipeline.golden.model import Case, Provenance
 from sqleval_pipeline.snapshot import open_readonly
 
@@ -44,6 +44,7 @@ def add_case(
     """Validate, freeze and append one case; return it. Nothing is written on any error.
     ``policy`` is the project's guard policy (default: the bundled one over the tables the
     serving file holds)."""
+    before = golden_file.read_bytes() if golden_file.exists() else None
     existing = load_golden(golden_file).cases if golden_file.exists() else []
     ids = [c.id for c in existing]
     if case_id is None:
@@ -82,5 +83,8 @@ def add_case(
         case = freeze_case(case, con, snapshot_id, as_of)
     finally:
         con.close()
-    write_cases(golden_file, [*existing, case])
+    try:
+        write_cases(golden_file, [*existing, case], before=before)
+    except GoldenChanged as exc:
+        raise GrowthError(str(exc)) from exc
     return case

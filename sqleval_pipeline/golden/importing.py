@@ -32,7 +32,7 @@ from sqleval_pipeline.golden.freeze import FreezeError, FreezeNote, freeze_case
 from sqleval_pipeline.golden.growth import next_id
 from sqleval_pipeline.golden.importers import ImportBatch, ImportRow, Rejection
 from sqleval_pipeline.golden.infer import infer
-from sqleval_pipeline.golden.loader import load_golden
+from sqleval_pipeline.golden.loader import golden_file_lock, load_golden
 from sqleval_pipeline.golden.model import BANDS, SPLITS, Case, Provenance
 from sqleval_pipeline.guard.policy import GuardPolicy
 from sqleval_pipeline.guard.statement_filter import FilterVerdict, StatementFilter
@@ -461,16 +461,18 @@ def _result_warnings(row: ImportRow, case: Case, snapshot_id: str) -> list[str]:
 
 
 def _append_atomically(path: Path, before: bytes | None, cases: list[Case]) -> None:
-    """Write ``before`` unchanged plus one line per case, replacing ``path`` in one rename."""
-    current = path.read_bytes() if path.exists() else None
-    if current != before:
-        raise ImportAborted(f"{path} changed on disk during the import; nothing was written — "
-                            "run the import again")
-    head = before or b""
-    if head and not head.endswith(b"\n"):
-        head += b"\n"
-    body = "".join(c.to_json_line() + "\n" for c in cases).encode("utf-8")
-    write_atomically(path, head + body)  # keeps the file's permissions (0644 when new)
+    """Write ``before`` unchanged plus one line per case, replacing ``path`` in one rename
+    (under the golden files' lock: the check and the write are one step)."""
+    with golden_file_lock(path):
+        current = path.read_bytes() if path.exists() else None
+        if current != before:
+            raise ImportAborted(f"{path} changed on disk during the import; nothing was written — "
+                                "run the import again")
+        head = before or b""
+        if head and not head.endswith(b"\n"):
+            head += b"\n"
+        body = "".join(c.to_json_line() + "\n" for c in cases).encode("utf-8")
+        write_atomically(path, head + body)  # keeps the file's permissions (0644 when new)
 
 
 __all__ = ["ImportAborted", "ImportReport", "import_rows"]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,7 +139,37 @@ def load_golden(*paths: Path, difficulties: tuple[str, ...] | None = None,
     return GoldenSet(all_cases, locations)
 
 
-def write_cases(path: Path, cases: list[Case]) -> None:
-    """Rewrite a golden file atomically, one case per line, in the given order."""
+class GoldenChanged(ValueError):
+    """A golden file changed on disk between being read and being rewritten."""
+
+
+@contextmanager
+def golden_file_lock(path: Path) -> Iterator[None]:
+    """Hold the lock of the golden files of ``path``'s folder (an ``flock`` on the folder
+    itself: no lock file is added to the user's repository). Every writer of a golden file
+    holds it while it checks the file is unchanged and replaces it, so two writers at once
+    never lose each other's cases."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+_UNREAD = object()
+
+
+def write_cases(path: Path, cases: list[Case], *, before: bytes | None | object = _UNREAD) -> None:
+    """Rewrite a golden file atomically, one case per line, in the given order. With
+    ``before`` (the bytes the caller read, None for a file that did not exist), the file must
+    still hold them: else :class:`GoldenChanged` and nothing is written."""
     text = "".join(c.to_json_line() + "\n" for c in cases)
-    write_atomically(path, text)
+    with golden_file_lock(path):
+        if before is not _UNREAD:
+            current = path.read_bytes() if path.exists() else None
+            if current != before:
+                raise GoldenChanged(f"{path} changed on disk while this command ran; nothing was "
+                                    "written — run it again")
+        write_atomically(path, text)

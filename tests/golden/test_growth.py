@@ -54,3 +54,26 @@ def test_duplicate_ids_are_refused(golden_file, serving_snapshot):
     with pytest.raises(GrowthError, match="already exists"):
         add(golden_file, serving_snapshot, question="How many orders?", sql="SELECT count(*) FROM fct_orders",
             difficulty="simple_aggregate", band="answerable", cluster="orders", case_id="com-001")
+
+
+def test_a_golden_file_changed_meanwhile_is_not_overwritten(tmp_path):
+    import threading
+
+    from sqleval_pipeline.golden.loader import GoldenChanged, golden_file_lock, write_cases
+
+    f = tmp_path / "g.jsonl"
+    f.write_text("")
+    before = f.read_bytes()
+    f.write_text("{}\n")                       # another writer got there first
+    with pytest.raises(GoldenChanged, match="changed on disk"):
+        write_cases(f, [], before=before)
+    assert f.read_text() == "{}\n"
+    # the lock is held while a writer checks and replaces: a second writer waits
+    order = []
+    with golden_file_lock(f):
+        t = threading.Thread(target=lambda: (write_cases(f, []), order.append("second")))
+        t.start()
+        t.join(0.3)
+        order.append("first")
+    t.join(5)
+    assert order == ["first", "second"]
