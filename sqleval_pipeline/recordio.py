@@ -219,41 +219,88 @@ def _decode(model: type[M], names: list[str], row: tuple, nested: frozenset[str]
     return model.model_validate(data)
 
 
+class RecordsFileError(ValueError):
+    """A records file cannot be read; the message names the file and the line (JSON Lines) or
+    the row (Parquet)."""
+
+
 def iter_records(path: str | os.PathLike[str], model: type[M], *, chunk: int = 1024,
                  columns: Sequence[str] | None = None) -> Iterator[M]:
     """Records of a file written by :func:`save_records` or :class:`RecordWriter`, one chunk
     in memory at a time (``columns``: read only those fields of a Parquet file; the model
-    must accept the others missing)."""
+    must accept the others missing). A damaged file raises :class:`RecordsFileError` naming
+    ``file:line`` (or the Parquet row), never a bare parser error."""
     path = Path(path)
     if path.suffix != ".parquet":
-        with path.open(encoding="utf-8") as fh:
-            first = fh.read(1)
-            while first.isspace():
+        with path.open(encoding="utf-8", errors="strict") as fh:
+            try:
                 first = fh.read(1)
-            if first == "[":
-                yield from (model.model_validate(d) for d in json.loads(first + fh.read()))
-                return
+                while first.isspace():
+                    first = fh.read(1)
+                if first == "[":
+                    items = json.loads(first + fh.read())
+                    for i, d in enumerate(items, start=1):
+                        yield _validated(model, d, f"{path}: record {i}")
+                    return
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise RecordsFileError(f"{path}: not a readable records file ({_first_line(exc)})") from exc
             fh.seek(0)
-            for line in fh:
+            lineno = 0
+            while True:
+                try:
+                    line = fh.readline()
+                except UnicodeDecodeError as exc:
+                    raise RecordsFileError(f"{path}:{lineno + 1}: not UTF-8 ({_first_line(exc)})") from exc
+                if not line:
+                    break
+                lineno += 1
                 if line.strip():
-                    yield model.model_validate_json(line)
+                    try:
+                        yield model.model_validate_json(line)
+                    except ValueError as exc:
+                        raise RecordsFileError(f"{path}:{lineno}: not a {model.__name__} record "
+                                               f"({_first_line(exc)})") from exc
         return
     import duckdb
 
     nested = nested_fields(model)
     select = ", ".join(json.dumps(c) for c in columns) if columns else "*"
     con = duckdb.connect(config={"threads": 1})
+    n = 0
     try:
-        cur = con.execute(f"SELECT {select} FROM read_parquet(?)", [str(path)])
-        names = [d[0] for d in cur.description]
+        try:
+            cur = con.execute(f"SELECT {select} FROM read_parquet(?)", [str(path)])
+            names = [d[0] for d in cur.description]
+        except duckdb.Error as exc:
+            raise RecordsFileError(f"{path}: not a readable Parquet file ({_first_line(exc)})") from exc
         while True:
-            rows = cur.fetchmany(chunk)
+            try:
+                rows = cur.fetchmany(chunk)
+            except duckdb.Error as exc:
+                raise RecordsFileError(f"{path}: row {n + 1} and after cannot be read ({_first_line(exc)})") from exc
             if not rows:
                 break
             for row in rows:
-                yield _decode(model, names, row, nested)
+                n += 1
+                try:
+                    yield _decode(model, names, row, nested)
+                except ValueError as exc:
+                    raise RecordsFileError(f"{path}: row {n}: not a {model.__name__} record "
+                                           f"({_first_line(exc)})") from exc
     finally:
         con.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+def _validated(model: type[M], data: Any, where: str) -> M:
+    try:
+        return model.model_validate(data)
+    except ValueError as exc:
+        raise RecordsFileError(f"{where}: not a {model.__name__} record ({_first_line(exc)})") from exc
 
 
 def load_records(path: str | os.PathLike[str], model: type[M]) -> list[M]:

@@ -52,3 +52,24 @@ def test_a_run_left_started_by_a_killed_process_is_marked_failed():
         assert status == {killed.run_id: dg.DagsterRunStatus.FAILURE,
                           alive.run_id: dg.DagsterRunStatus.STARTED,
                           elsewhere.run_id: dg.DagsterRunStatus.STARTED}
+
+
+def test_a_damaged_records_file_is_named_with_its_line_or_row(tmp_path):
+    import pytest
+
+    from sqleval_pipeline.recordio import RecordsFileError, load_records, save_records
+
+    d = Diagnosis(config_version="c", case_id="q", run_index=0, category="wrong_filter",
+                  explanation="x", judge="rules")
+    jl = tmp_path / "diagnoses.jsonl"
+    save_records(jl, [d, d.model_copy(update={"run_index": 1})])
+    lines = jl.read_text().splitlines()
+    jl.write_text(lines[0] + "\n" + lines[1].replace('"wrong_filter"', '"no_such_category"') + "\n")
+    with pytest.raises(RecordsFileError, match=rf"{jl}:2: not a Diagnosis record"):
+        load_records(jl, Diagnosis)
+    pq = tmp_path / "diagnoses.parquet"
+    save_records(pq, [d] * 50)
+    pq.write_bytes(pq.read_bytes()[: pq.stat().st_size // 2])      # cut short (disk full, a crash)
+    with pytest.raises(RecordsFileError) as err:
+        load_records(pq, Diagnosis)
+    assert str(pq) in str(err.value)
