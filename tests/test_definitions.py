@@ -22,6 +22,10 @@ def test_definitions_load_with_the_expected_assets():
         graph = defs.resolve_asset_graph()
         assert defs.resolve_job_def("foundation") is not None
         assert defs.resolve_job_def("evaluate") is not None
+        # the implicit asset job (the UI's Materialize, `dagster asset materialize`, backfills)
+        # runs in process, as the CLI does
+        implicit = defs.resolve_implicit_global_asset_job_def()
+        assert implicit.executor_def is dg.in_process_executor
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert {"serving_snapshot", "golden_set", "judge_calibration", "guardrail_suite", "marts/fct_orders", "marts/mart_orders_daily",
             "raw/orders", "hr/salaries", "pii/customer_contacts"} <= keys
