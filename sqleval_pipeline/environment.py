@@ -9,6 +9,7 @@ The stages themselves are in :mod:`sqleval_pipeline.evaluation`.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,15 +129,22 @@ def select_cases(cases: Sequence[Case], *, case_ids: Sequence[str] | None = None
     return out
 
 
-def find_config(env: Environment, partition_key: str) -> LoadedConfig:
-    """The configuration whose *current* version is ``partition_key`` (``name@hash8``). An
-    unrelated configuration that fails to load does not stop this one."""
+def find_config(env: Environment, partition_key: str, *, strict: bool = False) -> LoadedConfig:
+    """The configuration whose *current* version is ``partition_key`` (``name@hash8``; a bare
+    name means its current version unless ``strict``, as for a Dagster partition key). A
+    malformed or unknown key is refused with the current keys listed. An unrelated
+    configuration that fails to load does not stop this one."""
     name, _, version = partition_key.partition("@")
     errors: list[str] = []
     configs = {c.name: c for c in load_configs(env.configs_dir, project=env.project, errors=errors)}
+    valid = ", ".join(sorted(c.partition_key for c in configs.values())) or "none"
+    hint = ("; these configuration files could not be loaded:\n  " + "\n  ".join(errors)) if errors else ""
+    if (strict or "@" in partition_key) and not re.fullmatch(r"[0-9a-f]{8}", version):
+        raise EvaluationError(f"partition key {partition_key!r} is not <configuration name>@<8-hex version>; "
+                              f"the current keys are: {valid}{hint}")
     if name not in configs:
-        hint = ("; these configuration files could not be loaded:\n  " + "\n  ".join(errors)) if errors else ""
-        raise EvaluationError(f"no configuration named {name!r} in {env.configs_dir}{hint}")
+        raise EvaluationError(f"no configuration named {name!r} in {env.configs_dir} (partition key "
+                              f"{partition_key!r}); the current keys are: {valid}{hint}")
     loaded = configs[name]
     if version and loaded.version != version:
         raise ConfigError(

@@ -515,3 +515,12 @@ def test_a_baseline_holding_a_case_removed_since_is_compared_on_the_cases_both_h
     rebased = env.store.batch_dir(cur.partition_key, res.batch.batch_id) / "rebased" / raw.partition_key
     regraded = load_records(rebased / first.batch.batch_id / "grades.parquet", Grade)
     assert {g.case_id for g in regraded} == {"com-012"} and len(regraded) == 3
+
+
+@pytest.mark.parametrize("key", ["baseline-raw", "baseline-raw@", "baseline-raw@XYZ", "no-such@12345678"])
+def test_a_malformed_or_unknown_partition_key_is_refused_listing_the_valid_ones(env, key):
+    raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    with pytest.raises(ev.EvaluationError) as err:
+        ev.find_config(env, key, strict=True)
+    assert "the current keys are" in str(err.value) and raw.partition_key in str(err.value)
+    assert ev.find_config(env, raw.partition_key, strict=True).name == "baseline-raw"

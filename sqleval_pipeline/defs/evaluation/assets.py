@@ -41,7 +41,7 @@ def _stage(context: dg.AssetExecutionContext, sqleval: SqlevalHome, upstream: st
     if batch is None:
         raise ev.EvaluationError(f"batch {batch_id} of {context.partition_key} is missing "
                                  f"from {env.store.root}; re-materialize eval_attempts")
-    return env, ev.find_config(env, context.partition_key), batch
+    return env, ev.find_config(env, context.partition_key, strict=True), batch
 
 
 def _where(env, batch, *files: str) -> dict:
@@ -68,7 +68,7 @@ def eval_attempts(context: dg.AssetExecutionContext, config: AttemptsConfig,
                   sqleval: SqlevalHome) -> dg.MaterializeResult:
     """The system's answers (SQL or refusal) for every case × run of this configuration."""
     env = sqleval.environment()
-    loaded = ev.find_config(env, context.partition_key)
+    loaded = ev.find_config(env, context.partition_key, strict=True)
     run = ev.stage_attempts(env, loaded, mode=config.batch, runs=config.runs,
                             case_ids=config.case_ids, split=config.split,
                             progress=progress.reporter())
