@@ -80,8 +80,11 @@ def test_partitioned_assets_materialize_through_dagster(serving_snapshot, tmp_pa
     folder = home.store / "runs" / loaded.partition_key / batch_ids.pop()
     assert summary.materialized["eval_grades"]["grades_parquet"] == str(folder / "grades.parquet")
     assert (folder / "grades.parquet").exists() and (folder / "inputs.json").exists()
-    page = Path(summary.materialized["eval_scorecard"]["report"])  # the HTML report, linked
+    # the HTML report, linked from the gate and written after it: it shows the gate's comparisons
+    page = Path(summary.materialized["eval_gate"]["report"])
     assert page == folder / "report.html" and loaded.partition_key in page.read_text()
+    assert "No comparisons stored" not in page.read_text()
+    assert page.stat().st_mtime >= (folder / "comparisons.json").stat().st_mtime
     with dg.DagsterInstance.get() as instance:
         assert loaded.partition_key in instance.get_dynamic_partitions("config_versions")
         run = instance.get_run_by_id(summary.run_id)

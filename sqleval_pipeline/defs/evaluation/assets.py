@@ -136,16 +136,8 @@ def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> d
     overall = card.overall
     split = {f"accuracy_{name} (%)": md.pct(s.accuracy.value if s.accuracy else None)
              for name, s in sorted(card.by_split.items())}
-    report = {}
-    try:  # the page a person opens: this version's scorecard, comparisons and cases
-        from sqleval_pipeline.reporting.html import write_report
-
-        out = env.store.artifact(batch.partition_key, batch.batch_id, "report.html")
-        report = {"report": dg.MetadataValue.path(str(write_report(env, [batch.partition_key], out)))}
-    except Exception as exc:  # noqa: BLE001 - the scorecard stands without its page
-        context.log.warning(f"HTML report not written: {exc}")
     return dg.MaterializeResult(metadata={
-        **_where(env, batch, "scorecard.json"), **report,
+        **_where(env, batch, "scorecard.json"),
         "accuracy (%)": md.pct(overall.accuracy.value if overall.accuracy else None),
         "strict_accuracy (%)": md.pct(overall.strict_accuracy.value
                                       if overall.strict_accuracy else None),
@@ -182,6 +174,13 @@ def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     summary = gate_report_markdown(report)
     meta = {**_where(env, batch, "comparisons.json"), "gate": dg.MetadataValue.md(summary),
             **md.gate_tables(report, env, folder)}
+    try:  # the page a person opens, written after the gate so it shows the gate's comparisons
+        from sqleval_pipeline.reporting.html import write_report
+
+        out = env.store.artifact(batch.partition_key, batch.batch_id, "report.html")
+        meta["report"] = dg.MetadataValue.path(str(write_report(env, [batch.partition_key], out)))
+    except Exception as exc:  # noqa: BLE001 - the gate stands without its page
+        context.log.warning(f"HTML report not written: {exc}")
     if diff is not None:
         meta["diff"] = dg.MetadataValue.md(diff_markdown(diff))
     yield dg.MaterializeResult(metadata=meta)

@@ -92,10 +92,13 @@ class Evaluation:
 
     @property
     def gate_status(self) -> str:
-        """failed / waived / passed over the recorded comparisons; ``not gated`` without one."""
+        """inconclusive (an outage batch) / failed / waived / passed over the recorded
+        comparisons; ``not gated`` without one."""
+        if self.card.inconclusive:
+            return "inconclusive"
         made = [v.comparison.status for v in self.comparisons
                 if v.recorded and v.comparison.status != "skipped"]
-        for status in ("failed", "waived", "passed"):
+        for status in ("inconclusive", "failed", "waived", "passed"):
             if status in made:
                 return status
         return "not gated"
