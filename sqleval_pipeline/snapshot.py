@@ -27,7 +27,7 @@ import duckdb
 from pydantic import BaseModel
 
 from sqleval_pipeline.results import encode_value
-from sqleval_pipeline.textfiles import write_atomically
+from sqleval_pipeline.textfiles import file_sha256, write_atomically
 
 ALLOWLISTED_SCHEMAS: tuple[str, ...] = ("marts",)
 SERVING_SCHEMA = "main"
@@ -444,11 +444,7 @@ def ensure_verified(path: Path, manifest: SnapshotManifest) -> str:
 
 def file_checksum(path: Path) -> str:
     """SHA-256 of the serving file's bytes (to prove nothing wrote to it)."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return file_sha256(path)
 
 
 def open_readonly(path: Path, **config: Any) -> duckdb.DuckDBPyConnection:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
-import hashlib
 import json
 import logging
 import secrets
@@ -35,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from sqleval_pipeline.textfiles import write_atomically
+from sqleval_pipeline.textfiles import file_sha256, write_atomically
 
 
 log = logging.getLogger("sqleval_pipeline.store")
@@ -50,15 +49,6 @@ INCONCLUSIVE_ERROR_SHARE = 0.10
 FILES_MANIFEST = "files.json"
 #: files of a batch folder that are not part of its recorded content
 UNRECORDED = frozenset({"batch.json", FILES_MANIFEST})
-
-
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes (read in 1 MiB blocks)."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class BatchFileError(ValueError):
@@ -183,7 +173,7 @@ class Store:
     def record_files(self, info: BatchInfo) -> dict[str, dict]:
         """Record the size and SHA-256 of every file of the batch (``files.json``); called at the
         end of every stage (:meth:`publish`), so what a stage wrote is what is recorded."""
-        entries = {name: {"size": p.stat().st_size, "sha256": file_digest(p)}
+        entries = {name: {"size": p.stat().st_size, "sha256": file_sha256(p)}
                    for name, p in self._batch_files(info).items()}
         atomic_write_text(self.artifact(info.partition_key, info.batch_id, FILES_MANIFEST),
                           json.dumps({"files": entries}, indent=2, sort_keys=True) + "\n")
@@ -207,7 +197,7 @@ class Store:
             if not p.exists():
                 problems.append(f"{name}: missing")
             elif not isinstance(entry, dict) or p.stat().st_size != entry.get("size") \
-                    or file_digest(p) != entry.get("sha256"):
+                    or file_sha256(p) != entry.get("sha256"):
                 problems.append(f"{name}: changed since it was written")
         return problems
 

@@ -27,6 +27,7 @@ labels, hostile case templates, configurations, the project file, the glossary):
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
@@ -214,6 +215,15 @@ def visible_text(render: Callable[..., str]) -> Callable[..., str]:
     def wrapper(*args: Any, **kwargs: Any) -> str:
         return visible(render(*args, **kwargs))
     return wrapper
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 @contextmanager
