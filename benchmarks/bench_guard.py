@@ -19,19 +19,28 @@ Reports, in one run and interleaved query by query:
   as the worker does (``guard/duckdb_view.py``);
 * ``--before FILE``: a previous ``--json`` output to compare the guarded median with;
 * worker-pool throughput in queries/second, one client thread per worker;
-* time for bombs to be contained (and for the pool to answer again).
+* time for bombs to be contained (and for the pool to answer again);
+* ``--adversarial``: the statement filter's time on the seeded adversarial literals and shapes
+  of ``tests/guard/test_parent_bounds.py`` (exponents, long digit strings, nesting, long
+  token streams, chains, pathological Unicode): worst and median;
+* ``--memory N``: memory of the statement filter after N distinct allowed 20 KB statements
+  (traced allocations and the process's resident size).
 
-Targets: guarded/raw (warm connection) median ratio ≤ 1.5, filter ≤ 2 ms median.
+Targets: guarded/raw (warm connection) median ratio ≤ 1.5 for a repeated text, ≤ 2 for a cold
+one (issue 21), filter ≤ 2 ms median.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import os
 import statistics
 import sys
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 
 import duckdb
@@ -46,6 +55,8 @@ from sqleval_pipeline.golden import load_golden  # noqa: E402
 from sqleval_pipeline.guard.clock import pin_clock  # noqa: E402
 from sqleval_pipeline.guard.executor import GuardedExecutor  # noqa: E402
 from sqleval_pipeline.guard.statement_filter import StatementFilter  # noqa: E402
+from tests.guard.test_cache_bounds import big_allowed  # noqa: E402
+from tests.guard.test_parent_bounds import adversarial_texts  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -102,12 +113,53 @@ def per_check_costs(path: Path, policy, sf: StatementFilter, sqls: list[str], pi
     return {k: {"median": statistics.median(v), "p95": pct(v, 0.95)} for k, v in costs.items() if v}
 
 
+def adversarial_times(policy) -> dict:
+    """The filter's decision time on the fuzz's adversarial texts (tests/guard/test_parent_bounds.py)."""
+    sf = StatementFilter(policy)
+    times = []
+    for shape, sql in adversarial_texts(seed=21, n=200):
+        t = time.perf_counter()
+        v = sf.check(sql)
+        times.append(((time.perf_counter() - t) * 1000, shape, v.reason))
+    worst = max(times)
+    return {"texts": len(times), "median_ms": statistics.median(t for t, _, _ in times),
+            "worst_ms": worst[0], "worst_shape": worst[1], "worst_reason": worst[2],
+            "budget_refusals": sum(1 for _, _, r in times if r == "filter_budget_exceeded")}
+
+
+def _rss() -> int:
+    with open("/proc/self/statm", "rb") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def filter_memory(policy, n: int) -> dict:
+    """Memory of the filter after ``n`` distinct allowed 20 KB statements (tests/guard/test_cache_bounds.py)."""
+    sf = StatementFilter(policy)
+    gc.collect()
+    rss0 = _rss()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    t = time.perf_counter()
+    for i in range(n):
+        assert sf.check(big_allowed(i)).allowed
+    secs = time.perf_counter() - t
+    gc.collect()
+    traced = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    return {"statements": n, "statement_bytes": len(big_allowed(0)), "traced_mb": traced / 2**20,
+            "rss_growth_mb": (_rss() - rss0) / 2**20, "cache_entries": len(sf._cache),
+            "cache_mb": sf._cache.nbytes / 2**20, "ms_per_statement": secs * 1000 / n}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--snapshot", type=Path)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--before", type=Path, help="a --json output of an earlier run to compare with")
+    ap.add_argument("--adversarial", action="store_true", help="time the filter on adversarial texts")
+    ap.add_argument("--memory", type=int, default=0, metavar="N",
+                    help="filter memory after N distinct 20 KB statements (e.g. 5000)")
     args = ap.parse_args()
 
     path, as_of = resolve(args.snapshot)
@@ -242,6 +294,16 @@ def main() -> None:
               f"{before.get('ratio_guarded_vs_raw_warm_median', float('nan')):.2f} -> "
               f"{out['ratio_guarded_vs_raw_warm_median']:.2f}")
     print(f"  throughput          {out['throughput_qps']:.0f} queries/s with {out['throughput_workers']} workers")
+    if args.adversarial:
+        a = out["adversarial_filter"] = adversarial_times(guard.policy)
+        print(f"  filter, adversarial {a['texts']} texts: median {a['median_ms']:.1f} ms, worst "
+              f"{a['worst_ms']:.1f} ms ({a['worst_shape']}, {a['worst_reason']}); "
+              f"{a['budget_refusals']} over the budget")
+    if args.memory:
+        m = out["filter_memory"] = filter_memory(guard.policy, args.memory)
+        print(f"  filter memory       after {m['statements']:,} distinct {m['statement_bytes']:,}-byte statements: "
+              f"{m['traced_mb']:.1f} MB traced, RSS +{m['rss_growth_mb']:.1f} MB, cache {m['cache_entries']} "
+              f"verdicts / {m['cache_mb']:.1f} MB ({m['ms_per_statement']:.2f} ms each)")
     for name, b in out["bombs"].items():
         print(f"  bomb {name:45s} contained in {b['contained_ms']:7.0f} ms by {b['layer']} ({b['reason']}); "
               f"next query {b['next_query_ms']:.0f} ms")

@@ -47,8 +47,10 @@ INCONCLUSIVE_ERROR_SHARE = 0.10
 
 #: the manifest of a batch's files (name -> size, SHA-256), rewritten at the end of each stage
 FILES_MANIFEST = "files.json"
-#: files of a batch folder that are not part of its recorded content
-UNRECORDED = frozenset({"batch.json", FILES_MANIFEST})
+#: files of a batch folder that are not part of its recorded content: its description, the
+#: manifest itself, and the HTML page rendered from the records after the gate (rewritten by
+#: every run that reuses the batch; nothing reads it back)
+UNRECORDED = frozenset({"batch.json", FILES_MANIFEST, "report.html"})
 
 
 class BatchFileError(ValueError):

@@ -151,58 +151,66 @@ def _violation(ch: str, pos: int, where: str) -> CharViolation:
 
 _IDENT_CHAR = re.compile(r"[A-Za-z0-9_$\x80-\U0010ffff]")
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_\x80-\U0010ffff][A-Za-z0-9_\x80-\U0010ffff]*)?\$")
-#: everything that is not the start of a literal/comment and not a suspicious candidate
-_PLAIN = re.compile(r"[\t\n\r -!#%&(-,.-~]+")
+#: the next position where code stops being plain printable ASCII: a comment or literal
+#: opening, a quote, or a character outside tab/LF/CR and U+0020–U+007E
+_EVENT = re.compile(r"--|/\*|[eE]'|['\"$]|[^\t\n\r\x20-\x7e]")
+#: inside a comment or identifier: the next character that may be refused
+_NOT_PLAIN = re.compile(r"[^\t\n\r\x20-\x7e]")
+#: inside a block comment: the next nesting change or character that may be refused
+_COMMENT_EVENT = re.compile(r"/\*|\*/|[^\t\n\r\x20-\x7e]")
+#: inside an E-string: the next escape, doubled quote or closing quote
+_ESTRING_EVENT = re.compile(r"\\.|''|'", re.DOTALL)
 
 
 def _check_span(sql: str, start: int, end: int, where: str) -> CharViolation | None:
-    for i in range(start, end):
-        ch = sql[i]
-        if ch >= "\x7f" or ch < " ":
-            if is_suspicious(ch):
-                return _violation(ch, i, where)
+    pos = start
+    while (m := _NOT_PLAIN.search(sql, pos, end)) is not None:
+        ch = m.group()
+        if is_suspicious(ch):
+            return _violation(ch, m.start(), where)
+        pos = m.end()
     return None
 
 
 def scan(sql: str) -> CharViolation | None:
-    """The first reason ``sql`` must be refused at the character level, or None (see module doc)."""
+    """The first reason ``sql`` must be refused at the character level, or None (see module doc).
+
+    One pass, linear in the text: each step searches forward from where the previous one
+    ended (a text of 1 MB of comments or quotes is scanned in milliseconds)."""
     n = len(sql)
     i = 0
     while i < n:
-        m = _PLAIN.match(sql, i)
-        if m:
-            # '-', '/', 'e'/'E' are in _PLAIN: look for comment / E-string openings inside the run
-            run_end = m.end()
-            j = _first_opening(sql, i, run_end)
-            if j is None:
-                i = run_end
-                continue
-            i = j
-        ch = sql[i]
-        if ch == "-" and sql.startswith("--", i):
-            end = i + 2
-            while end < n and sql[end] not in "\n\r":
-                end += 1
+        m = _EVENT.search(sql, i)
+        if m is None:
+            return None
+        i = m.start()
+        tok = m.group()
+        if tok == "--":
+            nl = _LINE_END.search(sql, i + 2)
+            end = nl.start() if nl else n
             bad = _check_span(sql, i, end, "comment")
             if bad:
                 return bad
             i = end
-        elif ch == "/" and sql.startswith("/*", i):
+        elif tok == "/*":
             end, bad = _block_comment(sql, i)
             if bad:
                 return bad
             i = end
-        elif ch in "eE" and i + 1 < n and sql[i + 1] == "'" and not (i > 0 and _IDENT_CHAR.match(sql[i - 1])):
+        elif tok in ("e'", "E'"):
+            if i > 0 and _IDENT_CHAR.match(sql[i - 1]):
+                i += 1  # an 'e' ending an identifier: the quote opens an ordinary string
+                continue
             end = _estring_end(sql, i + 2)
             if end is None:
                 return CharViolation(UNTERMINATED, i, "string literal")
             i = end
-        elif ch == "'":
+        elif tok == "'":
             end = _quoted_end(sql, i + 1, "'")
             if end is None:
                 return CharViolation(UNTERMINATED, i, "string literal")
             i = end
-        elif ch == '"':
+        elif tok == '"':
             end = _quoted_end(sql, i + 1, '"')
             if end is None:
                 return CharViolation(UNTERMINATED, i, "quoted identifier")
@@ -210,7 +218,11 @@ def scan(sql: str) -> CharViolation | None:
             if bad:
                 return bad
             i = end
-        elif ch == "$" and not (i > 0 and _IDENT_CHAR.match(sql[i - 1])) and (dm := _DOLLAR_TAG.match(sql, i)):
+        elif tok == "$":
+            dm = None if i > 0 and _IDENT_CHAR.match(sql[i - 1]) else _DOLLAR_TAG.match(sql, i)
+            if dm is None:
+                i += 1  # a parameter ($1) or part of an identifier
+                continue
             tag = dm.group(0)
             bad = _check_span(sql, i, dm.end(), "code")  # the tag itself is code
             if bad:
@@ -220,22 +232,13 @@ def scan(sql: str) -> CharViolation | None:
                 return CharViolation(UNTERMINATED, i, "dollar-quoted string")
             i = close + len(tag)
         else:
-            if is_suspicious(ch):
-                return _violation(ch, i, "code")
+            if is_suspicious(tok):
+                return _violation(tok, i, "code")
             i += 1
     return None
 
 
-def _first_opening(sql: str, start: int, end: int) -> int | None:
-    """Index of the first comment / E-string opening in the plain run ``sql[start:end]``."""
-    best = None
-    for pat in ("--", "/*", "e'", "E'"):
-        k = sql.find(pat, start, end + 1)
-        while k >= 0 and pat[0] in "eE" and k > 0 and _IDENT_CHAR.match(sql[k - 1]):
-            k = sql.find(pat, k + 1, end + 1)  # an 'e' ending an identifier does not open an E-string
-        if k >= 0 and (best is None or k < best):
-            best = k
-    return best
+_LINE_END = re.compile(r"[\n\r]")
 
 
 def _quoted_end(sql: str, i: int, q: str) -> int | None:
@@ -252,41 +255,29 @@ def _quoted_end(sql: str, i: int, q: str) -> int | None:
 
 
 def _estring_end(sql: str, i: int) -> int | None:
-    n = len(sql)
-    while i < n:
-        ch = sql[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "'":
-            if i + 1 < n and sql[i + 1] == "'":
-                i += 2
-                continue
-            return i + 1
-        i += 1
+    while (m := _ESTRING_EVENT.search(sql, i)) is not None:
+        if m.group() == "'":
+            return m.end()
+        i = m.end()  # a backslash escape or a doubled quote
     return None
 
 
 def _block_comment(sql: str, start: int) -> tuple[int, CharViolation | None]:
     """End of the (nested) block comment opening at ``start``; its characters are scanned."""
-    n = len(sql)
     depth = 0
     i = start
-    while i < n:
-        if sql.startswith("/*", i):
+    while (m := _COMMENT_EVENT.search(sql, i)) is not None:
+        tok = m.group()
+        i = m.end()
+        if tok == "/*":
             depth += 1
-            i += 2
-            continue
-        if sql.startswith("*/", i):
+        elif tok == "*/":
             depth -= 1
-            i += 2
             if depth == 0:
                 return i, None
-            continue
-        if is_suspicious(sql[i]):
-            return i, _violation(sql[i], i, "comment")
-        i += 1
-    return n, CharViolation(UNTERMINATED, start, "block comment")
+        elif is_suspicious(tok):
+            return m.start(), _violation(tok, m.start(), "comment")
+    return len(sql), CharViolation(UNTERMINATED, start, "block comment")
 
 
 __all__ = ["CONTROL", "CharViolation", "SUSPICIOUS", "UNTERMINATED", "is_suspicious", "scan"]

@@ -33,10 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import sqlglot
-
+from sqleval_pipeline.guard.budget import BUDGET_REASON, Budget, BudgetExceeded
 from sqleval_pipeline.guard.cap import inject_limit
-from sqleval_pipeline.guard.clock import pin_clock, residual_clock_calls
+from sqleval_pipeline.guard.clock import pin_clock
 from sqleval_pipeline.guard.database import classify_error
 from sqleval_pipeline.guard.messages import scrub_message, scrub_paths  # noqa: F401 (scrub_paths re-exported)
 from sqleval_pipeline.guard.policy import GuardPolicy, load_policy
@@ -246,39 +245,44 @@ class GuardedExecutor:
                 self._log(res, log_extra)
             return res
 
-        verdict = self.filter.check(sql)
+        timeout = min(timeout_s, policy.statement_timeout_s) if timeout_s else policy.statement_timeout_s
+        # one time budget for all the parent does before a worker takes over (guard/budget.py):
+        # the filter, the pinned clock, the filter again on the pinned text
+        budget = Budget(min(self.filter.budget_s, timeout))
+        verdict = self.filter.check(sql) if budget.limit_s >= self.filter.budget_s else \
+            self.filter.check(sql, budget_s=budget.limit_s)
         if not verdict.allowed:
             return done(GuardResult("refused", layer="filter", reason=verdict.reason, message=verdict.message,
                                     filter_ms=verdict.elapsed_ms, **base))
         filter_ms = verdict.elapsed_ms
         try:
-            executed = pin_clock(sql, self.as_of)
+            # a text with no token spelled like a clock call is left as it is by pin_clock
+            executed = pin_clock(sql, self.as_of) if verdict.clock_tokens else sql
             if limit is not None:
                 executed = inject_limit(executed, limit)
         except Exception as exc:  # noqa: BLE001 - fail closed
             return done(GuardResult("refused", layer="filter", reason="rewrite_failed",
                                     message=f"The statement could not be rewritten safely ({exc}).",
                                     filter_ms=filter_ms, **base))
+        if budget.expired:
+            return done(GuardResult("refused", layer="filter", reason=BUDGET_REASON,
+                                    message=BudgetExceeded("pin", time.perf_counter() - budget.start,
+                                                           budget.limit_s).message, filter_ms=filter_ms,
+                                    executed_sql=executed, **base))
+        residual = verdict.clock_calls  # clock calls left in the text that runs
         if executed != sql:  # the text executed is always a text the filter accepted
-            again = self.filter.check(executed)
+            again = self.filter.check(executed, budget_s=budget.remaining())
             filter_ms += again.elapsed_ms
             if not again.allowed:
                 return done(GuardResult("refused", layer="filter", reason=again.reason,
                                         message=f"After pinning the clock: {again.message}",
                                         filter_ms=filter_ms, executed_sql=executed, **base))
-        try:
-            # the text that runs is the text the filter parsed when nothing was rewritten
-            tree = verdict.tree if executed == sql and verdict.tree is not None else \
-                sqlglot.parse_one(executed, read="duckdb")
-            residual = residual_clock_calls(tree)
-        except Exception:  # noqa: BLE001 - the filter parsed it; be safe anyway
-            residual = ["unparseable"]
+            residual = again.clock_calls
         if residual:
             return done(GuardResult("refused", layer="filter", reason="unpinned_clock",
                                     message=f"The clock call {residual[0]}() could not be pinned to the "
                                             "snapshot's as-of date.", filter_ms=filter_ms,
                                     executed_sql=executed, **base))
-        timeout = min(timeout_s, policy.statement_timeout_s) if timeout_s else policy.statement_timeout_s
         try:
             reply = self.pool.run(executed, timeout_s=timeout, inspect_only=inspect_only)
         except Exception as exc:  # noqa: BLE001 - a harness fault, not the SQL's

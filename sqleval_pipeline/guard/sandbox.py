@@ -19,8 +19,9 @@ process: it runs in a worker that
   rows, encoded bytes, bytes per value) and sends one pickled reply, which the parent reads
   with a hard length limit (:func:`wire_limit`): it never receives more than that.
 
-The calling process only parses SQL (bounded by the filter's size cap) and reads replies, so
-it survives whatever the SQL does. Workers are started with the ``forkserver`` context
+The calling process only parses SQL (bounded by the filter's size cap, its structural bounds
+and its time budget: guard/bounds.py, guard/budget.py) and reads replies, so it survives
+whatever the SQL does. Workers are started with the ``forkserver`` context
 (measured: a replacement is ready in ~0.1 s, against ~0.6 s for ``spawn``, because the fork
 server has DuckDB imported already); ``spawn`` is available through the policy.
 
@@ -49,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from sqleval_pipeline.guard.cap import CapExceeded
-from sqleval_pipeline.guard.lru import LRU
+from sqleval_pipeline.guard.lru import LRU, text_key
 from sqleval_pipeline.guard.policy import GuardPolicy
 
 LAYER = "sandbox"
@@ -249,8 +250,9 @@ class _Watchdog:
 
 
 _WATCHDOG: _Watchdog | None = None
-#: DuckDB's view and verdict per SQL text, in this worker (see _run_one)
-_VIEW_CACHE = LRU(4096)
+#: DuckDB's view and verdict per SQL text, in this worker (see _run_one); keyed by the text's
+#: SHA-256 and bounded in bytes as well as entries (guard/lru.py)
+_VIEW_CACHE = LRU(4096, max_bytes=16 << 20)
 
 
 def _watchdog() -> _Watchdog:
@@ -279,12 +281,13 @@ def _run_one(root, fresh_connection, req: dict) -> dict:
                         "elapsed_ms": (time.perf_counter() - t0) * 1000}
             # DuckDB's view is a pure function of the text for this worker's fixed snapshot,
             # policy and (fresh, identical) connection settings: a repeated text is decided once
-            cached = _VIEW_CACHE.get(req["sql"])
+            view_key = text_key(req["sql"])
+            cached = _VIEW_CACHE.get(view_key)
             if cached is None:
                 view, refusal = duckdb_view.inspect(con, req["sql"], statements, policy, policy.tables,
                                                     allowed_schemas=policy.schemas,
                                                     allowed_catalogs=policy.catalogs)
-                _VIEW_CACHE.put(req["sql"], (view, refusal))
+                _VIEW_CACHE.put(view_key, (view, refusal))
             else:
                 view, refusal = cached
             if refusal is not None:

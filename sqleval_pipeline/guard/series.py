@@ -23,15 +23,25 @@ limits.
 24
 >>> n("SELECT * FROM generate_series(1, (SELECT 10))") is None
 True
+
+Literals are inspected as text before any arithmetic (``Decimal('1e999999')`` converted to an
+integer builds a million-digit number: 36 s). A bound too large to size — more than 100
+characters, an exponent beyond ±1000, or a count beyond DuckDB's BIGINT range — sizes the
+series at :data:`UNSIZEABLE` rows, which no policy allows:
+
+>>> n("SELECT * FROM range(1e999999)") == UNSIZEABLE, n("SELECT * FROM range(0, 10, 1e-300)") == UNSIZEABLE
+(True, True)
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, DivisionByZero, InvalidOperation, Overflow
 
 from sqlglot import exp
+
+from sqleval_pipeline.guard.bounds import number_problem
 
 #: seconds per interval unit; months and years at their *shortest* (28 and 365 days), so a
 #: computed length is never below the real one
@@ -43,12 +53,27 @@ _UNIT_SECONDS = {
     "YEAR": 365 * 86400, "YEARS": 365 * 86400,
 }
 
+#: the length given to a series whose constant bounds are too large to size (DuckDB's range
+#: counts in BIGINT: no series is longer)
+UNSIZEABLE = 2**63
+#: decimal arithmetic on bounded literals (at most 100 characters, exponents up to ±1000):
+#: every result fits, and anything unexpected raises instead of growing
+_CTX = Context(prec=120, Emax=100_000, Emin=-100_000, traps=[InvalidOperation, DivisionByZero, Overflow])
+
+
+class _Huge:
+    """A constant bound too large to handle (see module doc)."""
+
+
+_HUGE = _Huge()
+
 
 def series_length(node: exp.Expression | None) -> int | None:
     """Rows produced by a ``range`` / ``generate_series`` call with constant bounds, or None
     when a bound is not a constant (or not understood). ``range`` excludes its end,
     ``generate_series`` includes it; the step defaults to 1 (1 day for dates is not a
-    default in DuckDB: a date series without a step is an error, so it is not sized)."""
+    default in DuckDB: a date series without a step is an error, so it is not sized).
+    At most :data:`UNSIZEABLE` (also for bounds too large to size)."""
     if not isinstance(node, exp.GenerateSeries):
         return None
     start, end, step = node.args.get("start"), node.args.get("end"), node.args.get("step")
@@ -56,39 +81,53 @@ def series_length(node: exp.Expression | None) -> int | None:
     a, b = _number(start), _number(end)
     if a is not None and b is not None:
         s = _number(step) if step is not None else Decimal(1)
-        return _count(a, b, s, exclusive)
+        if _HUGE in (a, b, s):
+            return UNSIZEABLE
+        return _count(a, b, s, exclusive)  # type: ignore[arg-type]
     ta, tb = _timestamp(start), _timestamp(end)
     if ta is not None and tb is not None and step is not None:
         secs = _interval_seconds(step)
         if secs is None:
             return None
-        return _count(Decimal(str((tb - ta).total_seconds())), Decimal(0), Decimal(str(secs)), exclusive,
+        if secs is _HUGE:
+            return UNSIZEABLE
+        return _count(Decimal(str((tb - ta).total_seconds())), Decimal(0), secs, exclusive,  # type: ignore[arg-type]
                       from_zero=True)
     return None
 
 
 def _count(a: Decimal, b: Decimal, step: Decimal | None, exclusive: bool, *, from_zero: bool = False) -> int | None:
-    """Elements of a series from ``a`` to ``b`` (or over the span ``a`` when ``from_zero``)."""
+    """Elements of a series from ``a`` to ``b`` (or over the span ``a`` when ``from_zero``),
+    computed in a bounded decimal context and compared with :data:`UNSIZEABLE` before any
+    conversion to an integer."""
     if step is None or step == 0:
         return None
-    steps = (a if from_zero else b - a) / step
+    try:
+        steps = _CTX.divide(a if from_zero else _CTX.subtract(b, a), step)
+    except (InvalidOperation, DivisionByZero, Overflow, ArithmeticError):
+        return UNSIZEABLE
     if steps < 0:
         return 0
-    return math.ceil(steps) if exclusive else math.floor(steps) + 1
+    if steps >= UNSIZEABLE:
+        return UNSIZEABLE
+    return min(UNSIZEABLE, math.ceil(steps) if exclusive else math.floor(steps) + 1)
 
 
-def _number(node: exp.Expression | None) -> Decimal | None:
+def _number(node: exp.Expression | None) -> Decimal | _Huge | None:
     if isinstance(node, exp.Neg):
         inner = _number(node.this)
-        return -inner if inner is not None else None
+        return -inner if isinstance(inner, Decimal) else inner
     if isinstance(node, exp.Paren):
         return _number(node.this)
     if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.NUMERIC_TYPES):
         return _number(node.this)
     if isinstance(node, exp.Literal) and not node.is_string:
+        text = str(node.this)
+        if number_problem(text):  # judged on the text, before any arithmetic
+            return _HUGE
         try:
-            return Decimal(str(node.this))
-        except InvalidOperation:
+            return _CTX.create_decimal(text)
+        except (InvalidOperation, ArithmeticError):
             return None
     return None
 
@@ -108,7 +147,7 @@ def _timestamp(node: exp.Expression | None) -> dt.datetime | None:
     return None
 
 
-def _interval_seconds(node: exp.Expression) -> float | None:
+def _interval_seconds(node: exp.Expression) -> Decimal | _Huge | None:
     if not isinstance(node, exp.Interval):
         return None
     value, unit = node.this, node.args.get("unit")
@@ -121,12 +160,18 @@ def _interval_seconds(node: exp.Expression) -> float | None:
         if len(parts) != 2:
             return None
         text, unit_name = parts[0], parts[1].upper()
-    try:
-        amount = float(text)
-    except ValueError:
-        return None
     per = _UNIT_SECONDS.get(unit_name)
-    return amount * per if per is not None else None
+    if per is None:
+        return None
+    if number_problem(text):  # judged on the text, before any arithmetic
+        return _HUGE
+    try:
+        amount = _CTX.create_decimal(text)
+        if not amount.is_finite():
+            return None
+        return _CTX.multiply(amount, _CTX.create_decimal(repr(float(per))))
+    except (InvalidOperation, ArithmeticError):
+        return None
 
 
-__all__ = ["series_length"]
+__all__ = ["UNSIZEABLE", "series_length"]

@@ -12,7 +12,14 @@ reason                     when
 ``control_character``      a NUL or other control character (the text DuckDB sees could
                            differ from the text that was checked)
 ``parse_error``            sqlglot cannot tokenize or parse it (fails closed)
-``too_deep``               nesting deep enough to raise RecursionError (fails closed)
+``too_deep``               nesting deeper than 100 brackets, or deep enough to raise
+                           RecursionError (fails closed)
+``too_complex``            more than 20,000 tokens, or a shape whose parse cost grows with
+                           its size (chained method calls, deeply nested lambdas): bounds.py
+``literal_too_large``      a numeric literal over 100 characters or with an exponent beyond
+                           ±1000, judged on its text before any arithmetic (bounds.py)
+``filter_budget_exceeded`` the checks took longer than the filter's time budget (1 s, at
+                           most the statement timeout; budget.py)
 ``multiple_statements``    more than one statement (stacked queries)
 ``write_statement``        the root is DML (INSERT, UPDATE, DELETE, MERGE, COPY)
 ``ddl_statement``          the root is DDL (CREATE, DROP, ALTER, TRUNCATE ...)
@@ -66,16 +73,18 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import traverse_scope
 
 from sqleval_pipeline.guard._names import function_names
-from sqleval_pipeline.guard.clock import CLOCK_FUNCTIONS
-from sqleval_pipeline.guard.lru import LRU
+from sqleval_pipeline.guard.bounds import GUARD_DIALECT, check_tokens, may_read_clock
+from sqleval_pipeline.guard.budget import BUDGET_REASON, FILTER_BUDGET_S, Budget, BudgetExceeded
+from sqleval_pipeline.guard.characters import scan
+from sqleval_pipeline.guard.clock import CLOCK_FUNCTIONS, residual_clock_calls
+from sqleval_pipeline.guard.lru import LRU, deep_size, text_key
 from sqleval_pipeline.guard.policy import GuardPolicy
-from sqleval_pipeline.guard.series import series_length
+from sqleval_pipeline.guard.series import UNSIZEABLE, series_length
 
 LAYER = "filter"
 
@@ -134,7 +143,10 @@ class FilterVerdict:
     """What the filter decided. ``reason`` is None when the statement is allowed.
 
     ``tables`` lists the allowlisted tables the statement reads (lower-cased); ``elapsed_ms``
-    is the filter's own cost.
+    is the filter's own cost. For an allowed text, ``clock_calls`` are the clock calls left in
+    it (:func:`~.clock.residual_clock_calls`; empty once pinned) and ``clock_tokens`` says
+    whether :func:`~.clock.pin_clock` could change it at all (False: it leaves it as it is).
+    A verdict keeps no parse tree: it is cached, and a tree costs hundreds of bytes per character.
     """
 
     allowed: bool
@@ -144,8 +156,8 @@ class FilterVerdict:
     elapsed_ms: float = 0.0
     layer: str = LAYER
     detail: dict = field(default_factory=dict)
-    #: the parsed statement of an allowed text (lets the executor reuse the parse)
-    tree: exp.Expression | None = field(default=None, repr=False, compare=False)
+    clock_calls: tuple[str, ...] = ()
+    clock_tokens: bool = True
 
 
 class Refusal(Exception):
@@ -160,9 +172,9 @@ class Refusal(Exception):
 def _describe(node: exp.Expression) -> str:
     name = type(node).__name__
     if isinstance(node, exp.Command):
-        return str(node.this).upper()
+        return _short(str(node.this).upper(), 60)
     if isinstance(node, exp.Column) and not node.table:  # a bare keyword: CHECKPOINT, ABORT ...
-        return node.name.upper() or name.upper()
+        return _short(node.name.upper(), 60) or name.upper()
     return name.upper()
 
 
@@ -171,40 +183,56 @@ class StatementFilter:
 
     ``database_names``: catalog names that mean the serving snapshot (its DuckDB database
     name, i.e. the snapshot id); a qualifier naming any other catalog is refused.
+    ``budget_s``: the time budget per text (default :data:`~.budget.FILTER_BUDGET_S`), never
+    more than the policy's statement timeout.
     """
 
-    def __init__(self, policy: GuardPolicy, database_names: Iterable[str] = ()):
+    #: verdicts cached (entries, and bytes they keep alive: keys are SHA-256 digests)
+    CACHE_ENTRIES = 4096
+    CACHE_BYTES = 16 << 20
+
+    def __init__(self, policy: GuardPolicy, database_names: Iterable[str] = (),
+                 budget_s: float | None = None):
         self.policy = policy
         self.catalogs = frozenset(n.lower() for n in database_names) | policy.catalogs
         self.schemas = policy.schemas
         self.tables = policy.tables
-        self._cache: LRU[str, FilterVerdict] = LRU(4096)
+        self.budget_s = min(FILTER_BUDGET_S if budget_s is None else budget_s, policy.statement_timeout_s)
+        self._cache: LRU[bytes, FilterVerdict] = LRU(self.CACHE_ENTRIES, max_bytes=self.CACHE_BYTES,
+                                                     weigh=_verdict_bytes)
 
     # ---------------------------------------------------------------- public
 
-    def check(self, sql: object) -> FilterVerdict:
+    def check(self, sql: object, *, budget_s: float | None = None) -> FilterVerdict:
         """Check one SQL text; never raises (every failure is a refusal).
 
         Verdicts are cached by the exact text (the filter is a pure function of the text for
-        its policy): a repeated text costs a lookup, reported as its ``elapsed_ms``."""
+        its policy): a repeated text costs a lookup, reported as its ``elapsed_ms``.
+        ``budget_s`` lowers the time budget for this call (a budget refusal under a lowered
+        budget is not cached)."""
         t0 = time.perf_counter()
-        if isinstance(sql, str):
-            hit = self._cache.get(sql)
+        key = text_key(sql) if isinstance(sql, str) else None
+        if key is not None:
+            hit = self._cache.get(key)
             if hit is not None:
                 return replace(hit, elapsed_ms=_ms(t0))
-        verdict = self._check_uncached(sql, t0)
-        if isinstance(sql, str):
-            self._cache.put(sql, verdict)
+        limit = self.budget_s if budget_s is None else min(budget_s, self.budget_s)
+        verdict = self._check_uncached(sql, t0, Budget(limit, t0))
+        if key is not None and (verdict.reason != BUDGET_REASON or limit >= self.budget_s):
+            self._cache.put(key, verdict)
         return verdict
 
-    def _check_uncached(self, sql: object, t0: float) -> FilterVerdict:
-        from sqleval_pipeline.guard.characters import scan  # layer 0: characters, before any parser
+    def _check_uncached(self, sql: object, t0: float, budget: Budget) -> FilterVerdict:
+        # layer 0: characters, before any parser (characters.py)
         if isinstance(sql, str) and len(sql) <= self.policy.max_sql_bytes and (bad := scan(sql)):
             return FilterVerdict(False, bad.filter_reason, bad.message, elapsed_ms=_ms(t0), detail=bad.as_detail())
         try:
-            tables, tree = self._check(sql)
+            budget.check("characters")
+            tables, (clock_calls, clock_tokens) = self._check(sql, budget)
         except Refusal as r:
             return FilterVerdict(False, r.reason, r.message, elapsed_ms=_ms(t0))
+        except BudgetExceeded as b:
+            return FilterVerdict(False, BUDGET_REASON, b.message, elapsed_ms=_ms(t0), detail=b.as_detail())
         except RecursionError:
             return FilterVerdict(False, "too_deep", "The statement is nested too deeply to be checked.",
                                  elapsed_ms=_ms(t0))
@@ -212,11 +240,15 @@ class StatementFilter:
             return FilterVerdict(False, "parse_error",
                                  f"The statement could not be analysed ({type(exc).__name__}: "
                                  f"{_short(str(exc))}).", elapsed_ms=_ms(t0))
-        return FilterVerdict(True, tables=tuple(sorted(tables)), elapsed_ms=_ms(t0), tree=tree)
+        return FilterVerdict(True, tables=tuple(sorted(tables)), elapsed_ms=_ms(t0),
+                             clock_calls=clock_calls, clock_tokens=clock_tokens)
 
     # ---------------------------------------------------------------- steps
 
-    def _check(self, sql: object) -> tuple[set[str], exp.Expression]:
+    def _check(self, sql: object, budget: Budget | None = None) -> tuple[set[str], tuple[tuple[str, ...], bool]]:
+        """(tables read, (clock calls left, whether pin_clock could change the text)); raises
+        :class:`Refusal`, :class:`~.budget.BudgetExceeded` or RecursionError."""
+        budget = budget or Budget(self.budget_s)
         if not isinstance(sql, str):
             raise Refusal("not_text", f"The statement must be text, not {type(sql).__name__}.")
         size = len(sql.encode("utf-8", errors="surrogatepass"))
@@ -225,14 +257,27 @@ class StatementFilter:
                                        f"{self.policy.max_sql_bytes}.")
         if _CONTROL.search(sql):
             raise Refusal("control_character", "The statement contains a NUL or control character.")
-        root = self._parse_one(sql)
-        self._check_root(root)
-        self._walk(root)
-        return self._resolve_tables(root), root
-
-    def _parse_one(self, sql: str) -> exp.Expression:
         try:
-            parsed = sqlglot.parse(sql, read="duckdb")
+            tokens = GUARD_DIALECT.tokenize(sql)
+        except SqlglotError as exc:
+            raise Refusal("parse_error", f"The statement does not parse as DuckDB SQL: {_short(str(exc))}.") from None
+        budget.check("tokens")
+        bound = check_tokens(tokens)  # sizes and shapes, before the parser sees them (bounds.py)
+        if bound is not None:
+            raise Refusal(*bound)
+        budget.check("bounds")
+        root = self._parse_one(sql, tokens)
+        budget.check("parse")
+        self._check_root(root)
+        self._walk(root, budget)
+        tables = self._resolve_tables(root, budget)
+        clock_calls = tuple(residual_clock_calls(root))
+        budget.check("clock")
+        return tables, (clock_calls, may_read_clock(tokens))
+
+    def _parse_one(self, sql: str, tokens: list) -> exp.Expression:
+        try:
+            parsed = GUARD_DIALECT.parser().parse(tokens, sql)
         except RecursionError:
             raise
         except SqlglotError as exc:
@@ -262,9 +307,11 @@ class StatementFilter:
         raise Refusal("root_not_allowed", f"A {what} statement is not a query; only SELECT, UNION, "
                                           "INTERSECT and EXCEPT are allowed.")
 
-    def _walk(self, root: exp.Expression) -> None:
+    def _walk(self, root: exp.Expression, budget: Budget) -> None:
         policy = self.policy
-        for node in root.walk():
+        for k, node in enumerate(root.walk()):
+            if not k & 255:
+                budget.check("walk")
             if isinstance(node, exp.Into):
                 raise Refusal("select_into", "SELECT ... INTO creates a table; only queries are allowed.")
             if isinstance(node, _DML) or isinstance(node, _DDL):
@@ -297,7 +344,7 @@ class StatementFilter:
         for name in sorted(names):
             if policy.function_denied(name):
                 raise Refusal("denied_function",
-                              f"The function {name}() is not allowed (introspection, files, "
+                              f"The function {_short(name, 80)}() is not allowed (introspection, files, "
                               "settings or SQL in strings).")
         if names & CLOCK_FUNCTIONS:
             return  # rewritten to the as-of date by clock.pin_clock; a survivor is refused later
@@ -305,7 +352,7 @@ class StatementFilter:
             name = node.name.lower()
             if not policy.function_allowed(name, len(node.expressions)):
                 raise Refusal("function_not_allowed",
-                              f"The function {name}() is not on the function allowlist (or not with "
+                              f"The function {_short(name, 80)}() is not on the function allowlist (or not with "
                               f"{len(node.expressions)} argument(s)).")
             return
         if isinstance(node, SYNTAX_FUNCTIONS) or isinstance(node, (exp.Binary, exp.Unary)):
@@ -316,17 +363,18 @@ class StatementFilter:
                                                       "pass both timestamps.")
             return
         label = _func_label(node)
-        raise Refusal("function_not_allowed", f"The function {label} is not on the function allowlist.")
+        raise Refusal("function_not_allowed", f"The function {_short(label, 80)} is not on the function allowlist.")
 
     # ---------------------------------------------------------------- tables
 
-    def _resolve_tables(self, root: exp.Expression) -> set[str]:
+    def _resolve_tables(self, root: exp.Expression, budget: Budget) -> set[str]:
         all_tables = list(root.find_all(exp.Table))
         series: set[int] = set()
         for t in all_tables:  # table functions / string tables first: clearest reason
             if not isinstance(t.this, exp.Identifier):
                 self._check_series(t.this)
                 series.add(id(t))
+        budget.check("series")
         try:
             scopes = list(traverse_scope(root))
         except RecursionError:
@@ -336,6 +384,7 @@ class StatementFilter:
         seen: set[int] = set()
         read: set[str] = set()
         for scope in scopes:
+            budget.check("tables")
             visible_ctes = {name.lower(): s for name, s in scope.cte_sources.items()}
             for table in scope.tables:
                 seen.add(id(table))
@@ -348,19 +397,24 @@ class StatementFilter:
                 read.add(self._check_table(table))
         missing = [t for t in all_tables if id(t) not in seen]
         if missing:
-            raise Refusal("unresolved_table", f"The table reference {missing[0].sql(dialect='duckdb')} "
+            raise Refusal("unresolved_table", f"The table reference {_short(missing[0].sql(dialect='duckdb'))} "
                                               "could not be resolved to a scope.")
         return read
 
     def _check_series(self, node: exp.Expression) -> None:
         """A table function in FROM: only range / generate_series (series.py), within the
         policy's ``max_series_rows`` when its bounds are constants."""
-        name = _func_label(node)
+        label = _func_label(node)
+        name = _short(label, 80)
         if not (isinstance(node, exp.GenerateSeries)
-                and self.policy.table_function_allowed(name.rstrip("()"))):
+                and self.policy.table_function_allowed(label.rstrip("()"))):
             raise Refusal("table_function", f"The table function {name} is not allowed; "
                                             "query the allowlisted tables directly.")
         n = series_length(node)
+        if n is not None and n >= UNSIZEABLE:
+            raise Refusal("series_too_large", f"The table function {name} has a constant bound too large "
+                                              f"to size; at most {self.policy.max_series_rows:,} rows "
+                                              "are allowed.")
         if n is not None and n > self.policy.max_series_rows:
             raise Refusal("series_too_large", f"The table function {name} would produce {n:,} rows; "
                                               f"at most {self.policy.max_series_rows:,} are allowed.")
@@ -370,7 +424,10 @@ class StatementFilter:
         lname = name.lower()
         db = table.args.get("db")
         catalog = table.args.get("catalog")
-        shown = table.sql(dialect="duckdb")
+        if catalog is None and (db is None or db.name.lower() in self.schemas | self.catalogs) \
+                and lname in self.tables:
+            return lname  # the common case: an allowlisted table, bare or in the serving schema
+        shown = _short(table.sql(dialect="duckdb"))
         if lname not in self.tables and (_PATHLIKE.search(name) or _is_string_table(table)):
             raise Refusal("file_reference", f"The table reference {shown} names a file or URL; only "
                                             "allowlisted tables can be read.")
@@ -380,11 +437,18 @@ class StatementFilter:
                                                        "database; only the serving snapshot's main "
                                                        "schema can be read.")
         elif db is not None and db.name.lower() not in self.schemas | self.catalogs:
-            raise Refusal("qualifier_not_allowed", f"The table {shown} is in schema {db.name!r}; "
+            raise Refusal("qualifier_not_allowed", f"The table {shown} is in schema {_short(db.name)!r}; "
                                                    "only the serving snapshot's main schema can be read.")
         if lname not in self.tables:
-            raise Refusal("table_not_allowed", f"The table {name!r} is not on the allowlist.")
+            raise Refusal("table_not_allowed", f"The table {_short(name)!r} is not on the allowlist.")
         return lname
+
+
+def _verdict_bytes(key: bytes, v: FilterVerdict) -> int:
+    """What a cached verdict keeps alive, over-estimated (4 bytes per character of its
+    strings; the detail dict measured): cheaper than :func:`~.lru.deep_size` on every miss."""
+    strings = [v.reason or "", v.message or "", *v.tables, *v.clock_calls]
+    return 700 + len(key) + sum(80 + 4 * len(x) for x in strings) + (deep_size(v.detail) if v.detail else 0)
 
 
 def _self_reference(table: exp.Table, name: str) -> bool:

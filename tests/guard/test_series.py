@@ -7,6 +7,7 @@ checked against what DuckDB itself produces for the same call.
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 import duckdb
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlglot import exp
 
-from sqleval_pipeline.guard.series import series_length
+from sqleval_pipeline.guard.series import UNSIZEABLE, series_length
 
 
 def _length(sql: str) -> int | None:
@@ -99,3 +100,32 @@ def test_small_series_return_their_rows(guard, sql, rows):
 def test_series_that_are_refused(guard, sql, layer, reason):
     r = guard.execute(sql)
     assert (r.status, r.layer, r.reason) == ("refused", layer, reason), r.describe()
+
+
+# ----------------------------------------------------------------------------- literal sizes (issue 21)
+
+def test_huge_bounds_are_judged_on_their_text_before_any_arithmetic():
+    """Decimal('1e999999') converted to an integer builds a million-digit number (36 s); the
+    text is inspected first and the series is sized at UNSIZEABLE at once."""
+    for call in ("range(1e999999)", "range(-1e999999, 0)", "generate_series(0, 10, 1e-99999)",
+                 "range(" + "9" * 5000 + ")", "range(0, 1, 0." + "0" * 5000 + "1)"):
+        t = time.perf_counter()
+        assert _length(f"SELECT * FROM {call}") == UNSIZEABLE, call
+        assert time.perf_counter() - t < 0.5, call
+
+
+def test_counts_beyond_bigint_are_clamped_and_exact_below():
+    assert _length("SELECT * FROM range(1e300)") == UNSIZEABLE
+    assert _length("SELECT * FROM range(0, 1e18, 1e-300)") == UNSIZEABLE
+    big = "1" + "0" * 40
+    assert _length(f"SELECT * FROM generate_series({big}, {big[:-1]}5)") == 6  # 41 digits, exact
+    assert _length("SELECT * FROM generate_series(1, 2, 0.5)") == 3
+
+
+@pytest.mark.parametrize("interval, expected", [
+    ("INTERVAL '1e-300 second'", "huge"), ("INTERVAL '1e-3000 second'", "huge"),
+    ("INTERVAL 'nan second'", None), ("INTERVAL 'inf second'", None), ("INTERVAL '1 fortnight'", None),
+])
+def test_interval_steps_are_bounded(interval, expected):
+    got = _length(f"SELECT * FROM range(TIMESTAMP '2025-01-01', TIMESTAMP '2025-01-02', {interval})")
+    assert got == (UNSIZEABLE if expected == "huge" else expected)

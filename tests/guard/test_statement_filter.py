@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -87,3 +88,37 @@ def test_filter_is_fast(sf):
     for _ in range(50):
         assert sf.check(sql).allowed
     assert (time.perf_counter() - t0) / 50 < 0.02  # generous bound; the benchmark reports the real figure
+
+
+# ----------------------------------------------------------------------------- bounds (issue 21)
+
+@pytest.mark.parametrize("sql, reason", [
+    ("SELECT * FROM range(1e999999)", "literal_too_large"),
+    ("SELECT 1 WHERE 1 < " + "9" * 101, "literal_too_large"),
+    ("SELECT 1e-1001", "literal_too_large"),
+    ("SELECT " + "(" * 101 + "1" + ")" * 101, "too_deep"),
+    ("SELECT 'a'" + ".lower()" * 10, "too_complex"),
+])
+def test_bounds_are_checked_before_parsing(sf, sql, reason):
+    v = sf.check(sql)
+    assert (v.allowed, v.reason, v.layer) == (False, reason, "filter"), v.message
+    assert v.message and v.message[0].isupper()
+
+
+def test_the_largest_allowed_literals_pass(sf):
+    assert sf.check("SELECT " + "9" * 100 + " AS big, 1e1000 AS huge, 1e-1000 AS tiny").allowed
+
+
+def test_an_allowed_verdict_carries_its_clock_calls_not_its_tree(sf):
+    v = sf.check("SELECT now() AS t, count(*) FROM fct_orders")
+    assert v.allowed and v.clock_calls == ("now",) and v.clock_tokens
+    plain = sf.check("SELECT count(*) AS n FROM fct_orders")
+    assert plain.allowed and plain.clock_calls == () and not plain.clock_tokens
+    assert "tree" not in {f.name for f in dataclasses.fields(v)}
+
+
+def test_messages_quote_long_names_shortened(sf):
+    v = sf.check('SELECT * FROM "' + "t" * 15000 + '"')
+    assert v.reason == "table_not_allowed" and len(v.message) < 300
+    v = sf.check("SELECT " + "f" * 15000 + "(1)")
+    assert v.reason == "function_not_allowed" and len(v.message) < 300
