@@ -43,11 +43,10 @@ test-browser: $(STAMP)
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	$(BIN)/python -m pytest -q -m browser
 
+# `sqleval ui` runs dagster dev in a process group of its own and stops it (and its webserver,
+# daemon and code server) on SIGINT or SIGTERM; see docs/command-line.md
 ui: $(STAMP)
-	@dh="$(DAGSTER_HOME_DIR)"; \
-	SQLEVAL_PROJECT=$(PROJECT_DIR) $(BIN)/python -c "from sqleval_pipeline.orchestrate import ensure_dagster_home as e; from sqleval_pipeline.project import current as c; p = c(); e(p.home, p.spec.orchestration)"; \
-	cd "$(PROJECT_DIR)" && PATH=$(CURDIR)/$(BIN):$$PATH DAGSTER_HOME="$$dh" \
-	  SQLEVAL_PROJECT="$(PROJECT_DIR)" $(CURDIR)/$(BIN)/dagster dev -w $(CURDIR)/workspace.yaml -h $(HOST) -p $(PORT)
+	$(BIN)/sqleval --project "$(PROJECT_DIR)" ui --host $(HOST) --port $(PORT)
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

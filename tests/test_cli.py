@@ -97,3 +97,43 @@ def test_run_exits_1_when_the_regression_gate_fails(serving_snapshot, tmp_path, 
     # the scorecard, the diff and the gate verdict are printed, not a bare Dagster error
     assert "Scorecard" in out and "newly failing" in out and "regression gate failed" in out, out
     assert "DagsterAssetCheckFailedError" not in out, out
+
+
+def test_an_outage_is_inconclusive_exit_3_and_running_again_asks_only_its_errors(serving_snapshot, tmp_path,
+                                                                                  monkeypatch):
+    """A provider down for the whole run: every attempt ERROR, exit 3 (not 0, not a regression);
+    once it is back, the same command asks only those attempts again, in a new batch."""
+    import json
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    monkeypatch.setenv("SQLEVAL_HOME", str(home))
+    monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
+    calls = tmp_path / "calls.txt"
+    (tmp_path / "flaky_system.py").write_text(
+        "import os\n"
+        "def answer(question, context):\n"
+        f"    with open({str(calls)!r}, 'a') as f: f.write(context.case_id + '\\n')\n"
+        "    if os.environ.get('FLAKY_DOWN') == '1':\n"
+        "        raise ConnectionError('connection refused')\n"
+        "    return 'SELECT count(*) FROM fct_orders'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = tmp_path / "configs" / "flaky.yaml"
+    cfg.parent.mkdir()
+    cfg.write_text("name: flaky\ngenerator: {kind: callable, target: 'flaky_system:answer'}\n"
+                   "runs: 3\nmax_retries: 0\nconcurrency: 1\n")
+    args = ["run", "-c", str(cfg), "--cases", "com-001,com-012"]
+    monkeypatch.setenv("FLAKY_DOWN", "1")
+    down = runner.invoke(app, args)
+    assert down.exit_code == 3, down.output
+    assert "inconclusive" in " ".join(down.output.split()).lower()
+    assert len(calls.read_text().split()) == 6
+    monkeypatch.setenv("FLAKY_DOWN", "0")
+    back = runner.invoke(app, args)
+    assert back.exit_code == 0, back.output
+    assert len(calls.read_text().split()) == 12                    # the 6 ERROR attempts, once each
+    batches = sorted((home / "store" / "runs").glob("flaky@*/*/batch.json"))
+    infos = [json.loads(b.read_text()) for b in batches]
+    retry = next(i for i in infos if i.get("retries_errors_of"))
+    assert retry["notes"]["retried_errors"]["count"] == 6 and retry["counts"].get("error", 0) == 0

@@ -1,5 +1,8 @@
 """What every command group shares: consoles, failing with a sentence, the selected
-project, and in-process materialization of the Dagster assets (one pipeline)."""
+project, and in-process materialization of the Dagster assets (one pipeline).
+
+The consoles never cut a table outside a terminal (``cli/output.py``); a materialization
+stops on SIGTERM as on Ctrl-C (``cli/signals.py``) and writes Python warnings to its log."""
 
 from __future__ import annotations
 
@@ -9,12 +12,14 @@ from pathlib import Path
 from typing import NoReturn
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-console = Console()
-err = Console(stderr=True)
+from sqleval_pipeline.cli import signals
+from sqleval_pipeline.cli.output import CliConsole, warnings_to
+
+console = CliConsole()
+err = CliConsole(stderr=True)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -32,15 +37,26 @@ def project():
         fail(str(exc))
 
 
+def run_log_path(partition_key: str | None = None) -> Path:
+    """The log of the newest run of a command (one per configuration version: runs of
+    several versions at once keep their own): dbt's streamed log and Python warnings."""
+    log_dir = project().home.root / "logs"
+    return log_dir / (f"last-run.{partition_key}.log" if partition_key else "last-run.log")
+
+
 def run_assets(groups: list[str], run_config: dict | None = None, *, partition_key: str | None = None,
                configs_dir: str | None = None, show_progress: bool = False,
-               reported_checks: frozenset[str] = frozenset(), tags: dict[str, str] | None = None):
-    """Materialize asset groups of the project in-process. dbt's streamed log goes to a file,
-    not the screen; long stages drive rich progress bars.
+               reported_checks: frozenset[str] = frozenset(), tags: dict[str, str] | None = None,
+               quiet: bool = False):
+    """Materialize asset groups of the project in-process. dbt's streamed log and Python
+    warnings go to a file, not the screen; long stages drive rich progress bars (none when
+    ``quiet``).
 
     A run that failed only because blocking checks in ``reported_checks`` (``asset:check``)
     failed returns its summary: the caller reports those verdicts itself (``sqleval run``
-    prints the diff and the gate, then exits 1) instead of a bare Dagster error."""
+    prints the diff and the gate, then exits 1) instead of a bare Dagster error.
+
+    SIGTERM or SIGINT stop the run: one line says so and the command exits 143 or 130."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from sqleval_pipeline import progress as progress_hook
@@ -48,11 +64,9 @@ def run_assets(groups: list[str], run_config: dict | None = None, *, partition_k
     from sqleval_pipeline.project import ProjectError
 
     proj = project()
-    log_dir = proj.home.root / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    # one log per configuration version: runs of several versions at once keep their own
-    log_path = log_dir / (f"last-run.{partition_key}.log" if partition_key else "last-run.log")
-    screen = Console(file=sys.stdout)
+    log_path = run_log_path(partition_key)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    screen = CliConsole(file=sys.stdout, quiet=quiet)
     label = f"{', '.join(groups)}" + (f" for {partition_key}" if partition_key else "")
     failure = None
     bars = Progress(TextColumn("{task.description:>12}"), BarColumn(), MofNCompleteColumn(),
@@ -64,20 +78,27 @@ def run_assets(groups: list[str], run_config: dict | None = None, *, partition_k
             tasks[stage] = bars.add_task(stage, total=total)
         bars.update(tasks[stage], completed=done, total=total)
 
+    show_progress = show_progress and not quiet
     ctx = bars if show_progress else screen.status(f"materializing {label} (log: {log_path}) …")
-    with ctx:
-        if show_progress:
-            progress_hook.set_sink(sink)
-        try:
-            with log_path.open("w") as log, contextlib.redirect_stdout(log):
-                summary = materialize(groups, run_config, project=proj, partition_key=partition_key,
-                                      configs_dir=configs_dir, tags=tags)
-        except (RunFailed, ProjectError) as exc:
-            failure = exc
-        except Exception as exc:  # dbt/Dagster setup errors: say what, keep the log
-            failure = f"{type(exc).__name__}: {exc}"
-        finally:
-            progress_hook.set_sink(None)
+    with signals.interruptible() as interrupts:
+        with ctx:
+            if show_progress:
+                progress_hook.set_sink(sink)
+            try:
+                with log_path.open("w") as log, contextlib.redirect_stdout(log), warnings_to(log):
+                    summary = materialize(groups, run_config, project=proj, partition_key=partition_key,
+                                          configs_dir=configs_dir, tags=tags)
+            except KeyboardInterrupt:  # SIGINT, or SIGTERM, outside Dagster's own handlers
+                failure = "interrupted"
+            except (RunFailed, ProjectError) as exc:
+                failure = exc
+            except Exception as exc:  # dbt/Dagster setup errors: say what, keep the log
+                failure = f"{type(exc).__name__}: {exc}"
+            finally:
+                progress_hook.set_sink(None)
+        if signals.received(interrupts):
+            # Dagster turned the signal into an interrupted run (or it came outside the run)
+            raise typer.Exit(signals.finish_interrupted(interrupts))
     if isinstance(failure, RunFailed) and failure.check_failure and failure.summary is not None \
             and failure.failed_checks and failure.failed_checks <= reported_checks:
         return failure.summary

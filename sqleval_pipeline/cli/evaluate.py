@@ -1,16 +1,31 @@
-"""``sqleval run``: one configuration evaluated, its scorecard and gate shown."""
+"""``sqleval run``: one configuration evaluated; its verdict, then its scorecard, diff and gate."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from sqleval_pipeline.cli.common import console, err, fail, print_summary, project, run_assets
+from sqleval_pipeline.cli.common import console, err, fail, project, run_assets, run_log_path
+from sqleval_pipeline.cli.output import warnings_to
+from sqleval_pipeline.cli.verdict import build_verdict, render_verdict
 
 #: generators that answer without calling a model provider (their calls are not counted)
 OFFLINE_GENERATORS = frozenset({"baseline", "recorded"})
+
+
+#: the exit code of `sqleval run` for an inconclusive batch (an outage, not a regression)
+INCONCLUSIVE_EXIT = 3
+
+
+def _inconclusive(partition_key: str) -> bool:
+    """Whether the newest scorecard of the version is an outage (too many ERROR attempts)."""
+    from sqleval_pipeline import evaluation as ev
+
+    card, _batch = ev.latest_scorecard(environment_or_fail(), partition_key)
+    return card is not None and card.inconclusive
 
 
 def environment_or_fail():
@@ -22,9 +37,13 @@ def environment_or_fail():
         fail(str(exc))
 
 
-def show_evaluation(partition_key: str, *, markdown: Path | None = None) -> bool:
-    """Print the newest scorecard, diff and gate of a configuration version; True if the gate
-    passed or had nothing to compare with."""
+def show_evaluation(partition_key: str, *, markdown: Path | None = None, output: str = "full") -> bool:
+    """Print the verdict of the newest batch of a configuration version (gate status,
+    accuracy with its interval, newly failing cases), then its scorecard, diff and gate;
+    True if the gate passed or had nothing to compare with.
+
+    ``output``: ``full``; ``quiet`` (the verdict block only); ``json`` (one JSON object on
+    stdout, nothing else). The Markdown report is written in every mode."""
     from sqleval_pipeline import evaluation as ev
     from sqleval_pipeline.comparisons import COMPARISONS_FILE, GateReport
     from sqleval_pipeline.reporting.gate import gate_report_markdown, render_gate_report
@@ -37,52 +56,67 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None) -> bool
         scorecard_markdown,
     )
 
+    full = output == "full"
     env = environment_or_fail()
     card, batch = ev.latest_scorecard(env, partition_key)
     if card is None:
         fail(f"no scorecard for {partition_key}")
-    render_scorecard(card, console)
     folder = env.store.batch_dir(partition_key, batch.batch_id)
+    d, g = ev.baseline_diff_gate(env, batch)
+    report = (GateReport.model_validate_json((folder / COMPARISONS_FILE).read_text())
+              if (folder / COMPARISONS_FILE).exists() else None)
+    verdict = build_verdict(card, batch, folder, report=report, gate=g, diff=d, markdown=markdown)
+    passed = (report.passed is not False) if report is not None else (g.passed if g is not None else True)
+    if output == "json":
+        typer.echo(json.dumps(verdict.to_json(), indent=2, ensure_ascii=False))
+    else:
+        render_verdict(verdict, console)
+    if full:
+        console.print()
+        render_scorecard(card, console)
     calls = (f"{batch.provider_calls} provider call(s) made for this batch so far"
              if batch.provider_calls else "no provider call made for this batch")
-    console.print(f"batch {batch.batch_id}: {batch.counts}; {calls}; files in {folder}")
+    if full:
+        console.print(f"batch {batch.batch_id}: {batch.counts}; {calls}; files in {folder}")
     md = [scorecard_markdown(card)]
-    passed = True
-    d, g = ev.baseline_diff_gate(env, batch)
     if d is not None:
-        render_diff(d, console)
+        if full:
+            render_diff(d, console)
         md.append(diff_markdown(d))
-    if (folder / COMPARISONS_FILE).exists():
-        report = GateReport.model_validate_json((folder / COMPARISONS_FILE).read_text())
-        render_gate_report(report, console)
+    if report is not None:
+        if full:
+            render_gate_report(report, console)
         md.append(gate_report_markdown(report))
-        passed = report.passed is not False
     elif g is not None:
-        render_gate(g, console)
+        if full:
+            render_gate(g, console)
         md.append(gate_markdown(g))
-        passed = g.passed
     if (folder / "calibrated_refusal.json").exists():
         from sqleval_pipeline.scoring import CalibratedRefusal
 
         cr = CalibratedRefusal.model_validate_json((folder / "calibrated_refusal.json").read_text())
         line = (f"calibrated refusal (strict {cr.strict_config} vs permissive {cr.permissive_config}, "
                 f"{len(cr.declined_cases)} declined answerable case(s)): {cr.verdict}")
-        console.print(line)
-        md.append(f"## Calibrated refusal\n\n{line}")
-    try:
-        report = ev.calibration_report(env)
-    except Exception as exc:  # labels broken: say so, do not hide the scorecard
-        err.print(f"[yellow]judge calibration unavailable:[/] {exc}")
-        report = None
-    if report is not None:
-        lines = ev.calibration_lines(report)
-        for line in lines:
+        if full:
             console.print(line)
-        md.append("## Judge calibration\n\n" + "\n".join(f"- {line}" for line in lines))
+        md.append(f"## Calibrated refusal\n\n{line}")
+    if full or markdown:
+        try:
+            calibration = ev.calibration_report(env)
+        except Exception as exc:  # labels broken: say so, do not hide the scorecard
+            if full:
+                err.print(f"[yellow]judge calibration unavailable:[/] {exc}")
+            calibration = None
+        if calibration is not None:
+            lines = ev.calibration_lines(calibration)
+            for line in lines if full else ():
+                console.print(line)
+            md.append("## Judge calibration\n\n" + "\n".join(f"- {line}" for line in lines))
     if markdown:
         markdown.parent.mkdir(parents=True, exist_ok=True)
         markdown.write_text("\n\n".join(md) + "\n")
-        console.print(f"report: {markdown}")
+        if full:
+            console.print(f"report: {markdown}")
     return passed
 
 
@@ -93,11 +127,16 @@ def run(
     split: Annotated[Optional[str], typer.Option(help="dev or heldout")] = None,
     new_batch: Annotated[bool, typer.Option("--new-batch", help="Fresh attempts even if a finished batch exists")] = False,
     report: Annotated[Optional[Path], typer.Option(help="Also write the scorecard/diff/gate as Markdown")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict (and errors)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print only the verdict as one JSON object "
+                                          "(docs/command-line.md); no progress bars")] = False,
 ) -> None:
     """Evaluate one configuration: attempts → guarded executions → grades → scorecard → gate.
 
-    Re-running an unchanged configuration reuses its finished batch (no model calls); an
-    interrupted batch resumes where it stopped. Exits 1 when the regression gate fails."""
+    Prints the verdict first (gate status, accuracy with its 95% interval, newly failing
+    cases), then the details. Re-running an unchanged configuration reuses its finished batch
+    (no model calls); an interrupted batch resumes where it stopped (SIGINT/SIGTERM exit 130/
+    143). Exits 1 when the regression gate fails."""
     from sqleval_pipeline.configs import ConfigError, load_config
     from sqleval_pipeline.orchestrate import EVALUATION_GROUPS
 
@@ -120,21 +159,33 @@ def run(
         op_config["case_ids"] = [c.strip() for c in cases.split(",") if c.strip()]
     if split:
         op_config["split"] = split
-    console.print(f"evaluating [bold]{loaded.partition_key}[/] ({loaded.config.generator.kind}) "
-                  f"in project {proj.name}")
-    if config.resolve().parent != proj.configs_dir.resolve():
-        err.print(f"[yellow]note:[/] {config} is outside the project's configurations folder "
-                  f"({proj.configs_dir}): the Dagster UI loads only that folder, so it shows "
-                  "this run but cannot re-materialize its partition")
+    output = "json" if as_json else "quiet" if quiet else "full"
+    full = output == "full"
+    if full:
+        console.print(f"evaluating [bold]{loaded.partition_key}[/] ({loaded.config.generator.kind}) "
+                      f"in project {proj.name}")
+        if config.resolve().parent != proj.configs_dir.resolve():
+            err.print(f"[yellow]note:[/] {config} is outside the project's configurations folder "
+                      f"({proj.configs_dir}): the Dagster UI loads only that folder, so it shows "
+                      "this run but cannot re-materialize its partition")
     summary = run_assets(EVALUATION_GROUPS, {"ops": {"eval_attempts": {"config": op_config}}},
                          partition_key=loaded.partition_key, configs_dir=str(config.resolve().parent),
                          show_progress=True, reported_checks=frozenset({"eval_gate:regression_gate"}),
-                         tags=loaded.run_tags)
-    calls = summary.materialized.get("eval_attempts", {}).get("provider_calls", 0)
-    kind = loaded.config.generator.kind
-    made = (f"the {kind} generator calls no provider" if kind in OFFLINE_GENERATORS
-            else f"this run made {calls} provider call(s)")
-    console.print(f"Dagster run {summary.run_id[:8]} in {summary.seconds:.1f} s; {made}")
-    if not show_evaluation(loaded.partition_key, markdown=report):
-        fail("regression gate failed (comparisons above) and no decision in "
-             f"{proj.decisions_path} accepts it; `sqleval show CASE -c {config}` shows a case")
+                         tags=loaded.run_tags, quiet=not full)
+    # warnings raised while reading the results go to the run's log too
+    with run_log_path(loaded.partition_key).open("a") as log, warnings_to(log):
+        passed = show_evaluation(loaded.partition_key, markdown=report, output=output)
+    if full:
+        calls = summary.materialized.get("eval_attempts", {}).get("provider_calls", 0)
+        kind = loaded.config.generator.kind
+        made = (f"the {kind} generator calls no provider" if kind in OFFLINE_GENERATORS
+                else f"this run made {calls} provider call(s)")
+        console.print(f"Dagster run {summary.run_id[:8]} in {summary.seconds:.1f} s; {made}")
+    if not passed and _inconclusive(loaded.partition_key):
+        fail("the batch is inconclusive: too many attempts are ERROR (a provider outage or a harness "
+             "fault) to measure the system; no gate passes it. Run the same command again once the "
+             "provider works: only its ERROR attempts are asked again", code=INCONCLUSIVE_EXIT)
+    if not passed:
+        fail("regression gate failed (" + ("comparisons above" if full else "verdict above")
+             + f") and no decision in {proj.decisions_path} accepts it; "
+             f"`sqleval show CASE -c {config}` shows a case")
