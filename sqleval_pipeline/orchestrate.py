@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sqleval_pipeline import paths
+from sqleval_pipeline.processes import process_alive
 from sqleval_pipeline.project import Project
 from sqleval_pipeline.project import current as current_project
 
@@ -131,16 +132,6 @@ PID_TAG = "sqleval/pid"
 HOST_TAG = "sqleval/host"
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def fail_orphaned_runs(instance) -> list[str]:
     """Mark failed every run of this host still STARTED whose process no longer exists (a
     ``kill -9`` leaves a run STARTED forever); returns their run ids."""
@@ -153,7 +144,7 @@ def fail_orphaned_runs(instance) -> list[str]:
     for record in records:
         run = record.dagster_run
         pid = run.tags.get(PID_TAG, "")
-        if pid.isdigit() and int(pid) != os.getpid() and not _process_alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
             instance.report_run_failed(run, f"the process that ran it ({pid} on {host}) is gone "
                                             "(killed); its work resumes in the next run")
             failed.append(run.run_id)

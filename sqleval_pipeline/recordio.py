@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from sqleval_pipeline.processes import process_alive
 from sqleval_pipeline.textfiles import ENCODING_ERRORS
 
 M = TypeVar("M", bound=BaseModel)
@@ -78,22 +79,12 @@ def flat_row(record: BaseModel, nested: frozenset[str]) -> dict[str, Any]:
     return row
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
-
-
 def _sweep_staging(path: Path) -> None:
     """Remove the staging folders a killed writer of ``path`` left behind (their process is
     gone); a live writer's folder (two processes on one batch) is left alone."""
     for d in path.parent.glob(f".{path.stem}.*"):
         pid = d.name[len(path.stem) + 2:].split(".", 1)[0]
-        if d.is_dir() and pid.isdigit() and not _alive(int(pid)):
+        if d.is_dir() and pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(d, ignore_errors=True)
 
 

@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from sqleval_pipeline.processes import process_alive
+
 #: seconds between the first signal and the hard exit when the main thread has not returned
 GRACE_S = 4.0
 HANDLED = (signal.SIGINT, signal.SIGTERM)
@@ -282,10 +284,4 @@ def _alive(pid: int) -> bool:
         os.waitpid(pid, os.WNOHANG)  # reap it if it is our exited child
     except ChildProcessError:
         pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return process_alive(pid)
