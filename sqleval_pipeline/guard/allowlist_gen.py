@@ -10,6 +10,18 @@ judged by their *body*: a macro whose body calls an excluded function, reads the
 (a bare ``current_timestamp`` ...), or contains a query (``SELECT`` / ``FROM``) is excluded,
 to a fixed point (a macro calling an excluded macro is excluded too).
 
+Two purity rules read DuckDB's own metadata rather than names, so a function added by an
+upgrade is judged too:
+
+* **state and volatility**: a function DuckDB marks ``has_side_effects`` or ``VOLATILE`` is
+  excluded (``setval``/``nextval`` write a sequence, ``vector_type`` reads the engine's
+  vectors) unless it is in :data:`REVIEWED_VOLATILE` with the reason it stays;
+* **names looked up**: a function with a text parameter that names a catalog object or a
+  function (:data:`NAME_PARAMETERS`: ``index_key(path, name)``, ``make_type(name)``,
+  ``to_aggregate_state(data, name, ...)``) is excluded — each is an existence oracle for the
+  catalog or calls a function the allowlist never saw — unless reviewed in
+  :data:`REVIEWED_NAME_PARAMETERS`.
+
 Table functions are excluded except ``range``, ``generate_series`` and ``unnest`` (their size
 is left to the sandbox's limits). The clock is closed by construction: :mod:`clock` rewrites
 ``now()``, ``current_date`` ... into literals at the as-of date *before* DuckDB sees the text,
@@ -30,6 +42,25 @@ TABLE_FUNCTIONS: tuple[str, ...] = ("range", "generate_series", "unnest")
 
 #: Functions allowed only with at least this many arguments (fewer read the clock).
 MIN_ARGS: dict[str, int] = {"age": 2}
+
+#: Volatile or side-effecting functions that stay allowed, with the reason (see module doc).
+REVIEWED_VOLATILE: dict[str, str] = {
+    "random": "ORDER BY random() sampling is ordinary analytical SQL; reads nothing, and repeated runs expose the variance",
+    "setseed": "seeds random() for the rest of the query only (each query has a fresh connection)",
+    "error": "raises the caller's own message; reads and writes nothing",
+}
+
+#: Parameter names that mean "a catalog object or a function, looked up by this text".
+NAME_PARAMETERS = frozenset({"name", "sequence_name", "catalog", "schema", "table", "table_name",
+                             "index_name", "type_name", "function_name", "setting", "variable"})
+
+#: Functions with such a parameter that look nothing up, with the reason.
+REVIEWED_NAME_PARAMETERS: dict[str, str] = {
+    "hive_partition_component": "formats its arguments into a path segment (name=value); looks nothing up",
+    **dict.fromkeys(("aggregate", "array_aggr", "array_aggregate", "list_aggr", "list_aggregate"),
+                    "calls the aggregate its text names: DuckDB's view requires that text to be a string "
+                    "constant naming an allowed aggregate (parse tree), and the bound plan names it too"),
+}
 
 #: Excluded families: name -> (reason, full-match name patterns). Order matters only for the report.
 EXCLUDED_FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -78,6 +109,13 @@ EXCLUDED_FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "test_and_resource": (
         "test generators and sleeps (no analytical use; sleeps only burn the timeout)",
         (r"test_.*", r"repeat_row", r"sleep_ms", r"pg_sleep")),
+    "state_and_volatile": (
+        "DuckDB marks it volatile or side-effecting (sequence writes, engine internals); see REVIEWED_VOLATILE",
+        ()),
+    "names_looked_up": (
+        "looks a catalog object or a function up by a text argument (an existence oracle, or a call "
+        "the allowlist never saw)",
+        (r"index_key", r"make_type", r"to_aggregate_state", r"setval", r"nextval", r"currval")),
     "internal": (
         "engine internals (table-filter pushdown, storage compression, COPY helpers), not for queries",
         (r"__internal_.*",)),
@@ -103,6 +141,21 @@ def _catalog(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str | None]
         "FROM duckdb_functions() ORDER BY 1, 2, 3 NULLS FIRST").fetchall()
 
 
+def impure(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Function name -> the purity rule it breaks (module doc), from DuckDB's own metadata."""
+    out: dict[str, str] = {}
+    for name, effects, stability, params, types in con.execute(
+            "SELECT lower(function_name), has_side_effects, stability, parameters, parameter_types "
+            "FROM duckdb_functions()").fetchall():
+        if (effects or stability == "VOLATILE") and name not in REVIEWED_VOLATILE:
+            out.setdefault(name, "state_and_volatile")
+        named = [p for p, t in zip(params or [], types or []) if str(p).lower() in NAME_PARAMETERS
+                 and str(t).upper() in ("VARCHAR", "STRUCT", "ANY")]
+        if named and name not in REVIEWED_NAME_PARAMETERS:
+            out.setdefault(name, "names_looked_up")
+    return out
+
+
 def generate(con: duckdb.DuckDBPyConnection | None = None) -> dict:
     """The allowlist document (see module doc)."""
     con = con or duckdb.connect()
@@ -113,8 +166,10 @@ def generate(con: duckdb.DuckDBPyConnection | None = None) -> dict:
     excluded["pragma"] = set()
     candidates: set[str] = set()
     macro_bodies: dict[str, list[str]] = {}
+    by_rule = impure(con)
     for name, ftype, body in rows:
-        family = _family_of(name)
+        family = _family_of(name) or (by_rule.get(name) if ftype not in ("table", "table_macro", "pragma")
+                                      else None)
         if family is not None:
             excluded[family].add(name)
             continue

@@ -11,7 +11,10 @@ last), as *global* settings so that every connection derived from it inherits th
 4. ``python_enable_replacements=false`` (no scans of the harness's Python variables)
 5. ``allow_persistent_secrets=false``
 6. ``memory_limit``, ``threads``, ``max_execution_time`` from the policy
-7. ``lock_configuration=true``
+7. ``TimeZone='UTC'`` and ``Calendar='gregorian'``: no session state reaches an answer
+   (``strftime(TIMESTAMPTZ ..., '%Z')`` and every TIMESTAMPTZ rendering would otherwise
+   show the machine's time zone; with the zone pinned they are the same on every machine)
+8. ``lock_configuration=true``
 
 The settings are read back and compared (:func:`verify_settings`); any difference fails
 closed with :class:`DatabaseSetupError`. That *root* connection never runs untrusted SQL:
@@ -56,6 +59,8 @@ def settings_for(policy: GuardPolicy, timeout_ms: int | None = None) -> list[tup
         ("memory_limit", f"'{policy.memory_limit_mb}MB'", ""),
         ("threads", str(policy.threads), str(policy.threads)),
         ("max_execution_time", tms, tms),
+        ("TimeZone", "'UTC'", "utc"),
+        ("Calendar", "'gregorian'", "gregorian"),
         ("lock_configuration", "true", "true"),
     ]
 

@@ -22,6 +22,15 @@ locked connection, *before* executing anything:
    ``SELECT "current_timestamp" AS t`` shows ``t``, hiding the clock read. The serialized
    plan has no such gap (and needs no setting: ``explain_output`` stays untouched).
 
+No serialization is trusted to be complete: the bound plan *folds* lambda bodies
+(``list_reduce(l, lambda a, b: a + epoch_ms("current_timestamp"))`` shows a constant where the
+clock was read), so every decision that can be taken on the parse tree is taken there. The
+parse tree is complete by construction (it is the text, parsed): lambda bodies are walked like
+everything else, and an unqualified column reference named like one of DuckDB's value
+functions (:data:`VALUE_FUNCTIONS`) counts as a call: a clock or catalog name is refused
+unqualified wherever it appears (a column of that name is read as ``t."current_date"``); a
+session name (``"user"``) only where it names a served column outside a lambda body.
+
 The parse tree is checked *before* anything is bound (:func:`inspect`): a refused table
 function (``read_blob``, ``query``) is never bound, so its bind-time side effects (globs,
 nested binding) never happen.
@@ -34,7 +43,10 @@ nested binding) never happen.
                                 allowlisted served table (system views included)
 ``duckdb_function_not_allowed`` a function (by name, in the parse tree or the bound plan)
                                 that is not on the function allowlist, or a table function
-                                other than ``range`` / ``generate_series`` / ``unnest``
+                                other than ``range`` / ``generate_series`` / ``unnest``, or a
+                                name the binder turns into a clock/session read
+                                (``"current_timestamp"`` naming no served column; any such
+                                name inside a lambda body)
 ``views_disagree``              (executor) sqlglot's tables differ from DuckDB's scans
 ==============================  ===========================================================
 
@@ -62,6 +74,32 @@ FUNCTION_NOT_ALLOWED = "duckdb_function_not_allowed"
 VIEWS_DISAGREE = "views_disagree"
 REASONS = (NOT_SINGLE_SELECT, TABLE_NOT_ALLOWED, FUNCTION_NOT_ALLOWED, VIEWS_DISAGREE)
 
+#: names DuckDB's binder turns into a function call when no column of that name is in scope
+#: (``GetSQLValueFunctionName`` in DuckDB's binder): ``SELECT "current_timestamp"`` reads the
+#: clock although the parse tree shows a column reference, not a call (and ``"user"``,
+#: ``"current_role"`` ... are folded into constants at bind time: the plan shows no call)
+VALUE_FUNCTIONS: dict[str, str] = {
+    "current_catalog": "current_database", "current_date": "current_date",
+    "current_schema": "current_schema", "current_role": "current_role",
+    "current_time": "get_current_time", "current_timestamp": "get_current_timestamp",
+    "current_user": "current_user", "localtime": "current_localtime",
+    "localtimestamp": "current_localtimestamp", "session_user": "session_user", "user": "user",
+}
+#: value functions whose name is refused unqualified even when a served column has it: the
+#: clock and the catalog/schema names. DuckDB's plan gives no sound evidence of which way a
+#: name bound — it *folds* a clock read into a constant (``epoch_us("current_timestamp")``
+#: shows only ``epoch_us`` over a constant), outside lambdas too — so a column with one of
+#: these names is read qualified (``t."current_date"``), which never binds to a function.
+#: The other names (``"user"`` ...) fold to the constant ``'duckdb'`` at worst: allowed when
+#: a served column has the name.
+STRICT_VALUE_FUNCTIONS = frozenset({"current_date", "current_time", "current_timestamp", "localtime",
+                                    "localtimestamp", "current_catalog", "current_schema"})
+#: functions that call the aggregate named by their second argument (``list_aggregate(l, 'sum')``,
+#: and ``list_sum`` ... expand to them): the name must be a string constant naming an allowed
+#: aggregate — decided on the parse tree, because the plan folds constant lambda bodies
+AGGREGATE_BY_NAME = frozenset({"aggregate", "array_aggr", "array_aggregate", "list_aggr", "list_aggregate"})
+#: stands for an aggregate name that is not a string constant (never on an allowlist)
+NON_CONSTANT_NAME = "<not a string constant>"
 #: functions only the binder itself inserts (never resolvable by name from SQL text)
 _BINDER_INTERNAL = frozenset({"__cast"})
 _IDENT = re.compile(r"[a-z_][a-z_0-9$]*\Z")
@@ -96,6 +134,12 @@ class DuckDBView:
     #: (catalog, schema, table) of every table reference in the parse tree ('' when absent)
     parse_tables: set[tuple[str, str, str]] = field(default_factory=set)
     cte_names: set[str] = field(default_factory=set)
+    #: column references named like a value function (``"current_timestamp"``), outside any
+    #: lambda / inside a lambda body (lambda parameters excluded)
+    value_refs: set[str] = field(default_factory=set)
+    lambda_value_refs: set[str] = field(default_factory=set)
+    #: aggregates named in text by list_aggregate & co (lower-case, or NON_CONSTANT_NAME)
+    named_aggregates: set[str] = field(default_factory=set)
     parse_error: str | None = None
     #: (catalog, schema, table) of every table the bound plan scans
     plan_tables: set[tuple[str, str, str]] = field(default_factory=set)
@@ -135,10 +179,12 @@ def compute_view(con: Any, sql: str, statements: list | None = None) -> DuckDBVi
 
 def inspect(con: Any, sql: str, statements: list, policy: Allowlist, tables: Iterable[str], *,
             allowed_schemas: Iterable[str] = ("main",),
-            allowed_catalogs: Iterable[str] = ()) -> tuple[DuckDBView, Refusal | None]:
+            allowed_catalogs: Iterable[str] = (),
+            columns: Iterable[str] | None = None) -> tuple[DuckDBView, Refusal | None]:
     """Check in stages: statement types and the parse tree first (no binding, so a refused
-    table function such as ``read_blob`` is never even bound), then the bound plan."""
-    kw = {"allowed_schemas": allowed_schemas, "allowed_catalogs": allowed_catalogs}
+    table function such as ``read_blob`` is never even bound), then the bound plan.
+    ``columns``: the served tables' column names (see :func:`decide`)."""
+    kw = {"allowed_schemas": allowed_schemas, "allowed_catalogs": allowed_catalogs, "columns": columns}
     view = parse_view(con, sql, statements)
     refusal = decide(view, policy, tables, **kw)
     if refusal is not None:
@@ -215,20 +261,34 @@ def _raise_as_duckdb(error_type: str, message: str) -> None:
 
 
 def _walk_parse(node: Any, view: DuckDBView) -> None:
-    stack = [node]
+    """Every function, table reference and value-function name of the parse tree, lambda
+    bodies included (each stack entry carries the lambda parameters in scope, or None
+    outside any lambda)."""
+    stack: list[tuple[Any, frozenset[str] | None]] = [(node, None)]
     while stack:
-        n = stack.pop()
+        n, params = stack.pop()
         if isinstance(n, list):
-            stack.extend(n)
+            stack.extend((v, params) for v in n)
             continue
         if not isinstance(n, dict):
             continue
         kind = n.get("type")
+        if kind == "LAMBDA":
+            names = frozenset(_column_ref_names(n.get("lhs")))
+            inner = (params or frozenset()) | names
+            stack.extend((v, inner) for k, v in n.items() if k != "lhs" and isinstance(v, (dict, list)))
+            continue
+        if kind == "COLUMN_REF":
+            parts = n.get("column_names") or []
+            if len(parts) == 1:
+                name = str(parts[0]).lower()
+                if name in VALUE_FUNCTIONS and not (params and name in params):
+                    (view.value_refs if params is None else view.lambda_value_refs).add(name)
         if kind == "TABLE_FUNCTION" and isinstance(n.get("function"), dict):
             fn = n["function"]
             view.parse_table_functions.add(str(fn.get("function_name", "")).lower())
-            stack.append(fn.get("arguments") or fn.get("children") or [])
-            stack.extend(v for k, v in n.items() if k != "function")
+            stack.append((fn.get("arguments") or fn.get("children") or [], params))
+            stack.extend((v, params) for k, v in n.items() if k != "function")
             continue
         if kind == "BASE_TABLE":
             view.parse_tables.add((str(n.get("catalog_name") or "").lower(),
@@ -238,13 +298,43 @@ def _walk_parse(node: Any, view: DuckDBView) -> None:
             args = n.get("arguments")
             if args is None:
                 args = n.get("children") or []
-            view.parse_functions.add((str(n["function_name"]).lower(), len(args)))
+            fname = str(n["function_name"]).lower()
+            view.parse_functions.add((fname, len(args)))
+            if fname in AGGREGATE_BY_NAME:
+                view.named_aggregates.add(_string_constant(args[1] if len(args) > 1 else None))
         cte_map = n.get("cte_map")
         if isinstance(cte_map, dict):
             for entry in cte_map.get("map") or []:
                 if isinstance(entry, dict) and "key" in entry:
                     view.cte_names.add(str(entry["key"]).lower())
-        stack.extend(v for v in n.values() if isinstance(v, (dict, list)))
+        stack.extend((v, params) for v in n.values() if isinstance(v, (dict, list)))
+
+
+def _string_constant(arg: Any) -> str:
+    """The lower-cased text of a string-constant argument, or :data:`NON_CONSTANT_NAME`."""
+    expr = arg.get("expression", arg) if isinstance(arg, dict) else None
+    if isinstance(expr, dict) and expr.get("class") == "CONSTANT":
+        literal = expr.get("literal")
+        if isinstance(literal, dict) and literal.get("kind") == "STRING" and isinstance(literal.get("text"), str):
+            return literal["text"].lower()
+        value = expr.get("value")
+        if isinstance(value, dict) and not value.get("is_null") and isinstance(value.get("value"), str):
+            return value["value"].lower()
+    return NON_CONSTANT_NAME
+
+
+def _column_ref_names(node: Any) -> list[str]:
+    """The single-part column names under ``node`` (a lambda's parameter list)."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            stack.extend(n)
+        elif isinstance(n, dict):
+            if n.get("type") == "COLUMN_REF" and len(n.get("column_names") or []) == 1:
+                out.append(str(n["column_names"][0]).lower())
+            stack.extend(v for v in n.values() if isinstance(v, (dict, list)))
+    return out
 
 
 def _walk_plan(node: Any, view: DuckDBView) -> None:
@@ -284,8 +374,15 @@ _PLAN_FUNCTION_TYPES = frozenset({"BOUND_FUNCTION", "BOUND_AGGREGATE", "AGGREGAT
 
 def decide(view: DuckDBView, allowlist: Allowlist, allowed_tables: Iterable[str], *,
            allowed_schemas: Iterable[str] = ("main",),
-           allowed_catalogs: Iterable[str] = ()) -> Refusal | None:
-    """Refuse (see module doc) or return None when DuckDB's view is within the allowlists."""
+           allowed_catalogs: Iterable[str] = (),
+           columns: Iterable[str] | None = None) -> Refusal | None:
+    """Refuse (see module doc) or return None when DuckDB's view is within the allowlists.
+
+    ``columns`` are the served tables' column names (lower-case). An unqualified column
+    reference named like a value function is a call for DuckDB's binder whenever no column of
+    that name is in scope: a clock or catalog name (:data:`STRICT_VALUE_FUNCTIONS`) is refused
+    wherever it appears; a session name (``"user"``) is allowed only outside lambda bodies and
+    when a served column has it. ``None`` (unknown columns) refuses every such name."""
     tables = frozenset(t.lower() for t in allowed_tables)
     schemas = frozenset(s.lower() for s in allowed_schemas)
     catalogs = frozenset(c.lower() for c in allowed_catalogs) | ({view.database} if view.database else set())
@@ -305,6 +402,16 @@ def decide(view: DuckDBView, allowlist: Allowlist, allowed_tables: Iterable[str]
     if bad_fn:
         return Refusal(FUNCTION_NOT_ALLOWED, f"The function {bad_fn[0]}() is not on the function allowlist "
                                              "(or not with this number of arguments).", tuple(bad_fn))
+    bad_named = sorted(n for n in view.named_aggregates if not _callable(allowlist, n, None))
+    if bad_named:
+        what = "a computed name" if bad_named[0] == NON_CONSTANT_NAME else f"{bad_named[0]}()"
+        return Refusal(FUNCTION_NOT_ALLOWED, f"list_aggregate() and its kind call the aggregate named by their "
+                                             f"text; here {what}, which is not an allowed aggregate "
+                                             "(the name must be a string constant on the allowlist).",
+                       tuple(bad_named))
+    value_refusal = _value_function_refusal(view, allowlist, columns)
+    if value_refusal is not None:
+        return value_refusal
     bad_ref = sorted(".".join(p for p in ref if p) for ref in view.parse_tables
                      if not _table_ref_ok(ref, tables, view.cte_names, schemas, catalogs))
     if bad_ref:
@@ -323,6 +430,31 @@ def decide(view: DuckDBView, allowlist: Allowlist, allowed_tables: Iterable[str]
         return Refusal(FUNCTION_NOT_ALLOWED, f"The statement binds to {bad_bound[0]}(), which is not on the "
                                              "function allowlist (e.g. a quoted keyword reading the clock).",
                        tuple(bad_bound))
+    return None
+
+
+def _value_function_refusal(view: DuckDBView, allowlist: Allowlist,
+                            columns: Iterable[str] | None) -> Refusal | None:
+    served = frozenset(c.lower() for c in columns) if columns is not None else frozenset()
+    in_lambda = sorted(n for n in view.lambda_value_refs if not _callable(allowlist, VALUE_FUNCTIONS[n], 0))
+    if in_lambda:
+        name = in_lambda[0]
+        return Refusal(FUNCTION_NOT_ALLOWED,
+                       f'Inside a lambda, the name "{name}" can bind to {VALUE_FUNCTIONS[name]}() (the clock '
+                       "or the session), and DuckDB's plan does not show lambda bodies; it is refused there. "
+                       "Read the column outside the lambda and pass it in as a value.",
+                       tuple(VALUE_FUNCTIONS[n] for n in in_lambda))
+    outside = sorted(n for n in view.value_refs
+                     if (n in STRICT_VALUE_FUNCTIONS or n not in served)
+                     and not _callable(allowlist, VALUE_FUNCTIONS[n], 0))
+    if outside:
+        name = outside[0]
+        why = ("wherever no column of that name is in scope DuckDB binds it to "
+               f"{VALUE_FUNCTIONS[name]}(), which reads the clock or the catalog; if it is a column, "
+               f'qualify it with its table (t."{name}")') if name in STRICT_VALUE_FUNCTIONS else \
+            f"it names no served column, so DuckDB binds it to {VALUE_FUNCTIONS[name]}() (the session)"
+        return Refusal(FUNCTION_NOT_ALLOWED, f'The unqualified name "{name}" is refused: {why}.',
+                       tuple(VALUE_FUNCTIONS[n] for n in outside))
     return None
 
 

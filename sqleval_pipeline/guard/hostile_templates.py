@@ -86,7 +86,8 @@ from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 
 HOSTILE_DIR = resource("hostile")
 DEFAULT_CASE_FILES: tuple[Path, ...] = (HOSTILE_DIR / "sql.jsonl", HOSTILE_DIR / "questions.jsonl",
-                                        HOSTILE_DIR / "guard_v2.jsonl", HOSTILE_DIR / "guard_v3_bounds.jsonl")
+                                        HOSTILE_DIR / "guard_v2.jsonl", HOSTILE_DIR / "guard_v3_bounds.jsonl",
+                                        HOSTILE_DIR / "guard_v3_clock_session.jsonl")
 
 #: The layers a case may expect to stop it (the executor's non-prompt layers).
 LAYERS: tuple[str, ...] = NON_PROMPT_LAYERS

@@ -158,6 +158,8 @@ def _worker_main(conn: Connection, snapshot_path: str, policy_json: str, workdir
         from sqleval_pipeline.guard.database import fresh_connection, open_guarded_database
 
         root = open_guarded_database(snapshot_path, policy)
+        global _SERVED_COLUMNS
+        _SERVED_COLUMNS = served_columns(root, policy)
         if "main" not in policy.schemas:  # a serving schema of its own: resolve names there
             import functools
 
@@ -250,6 +252,19 @@ class _Watchdog:
 
 
 _WATCHDOG: _Watchdog | None = None
+#: the served tables' column names, read once by the worker (duckdb_view.decide)
+_SERVED_COLUMNS: frozenset[str] | None = None
+
+
+def served_columns(root, policy: GuardPolicy) -> frozenset[str]:
+    """Lower-cased column names of the served tables (on the trusted root connection)."""
+    tables = sorted(t.lower() for t in policy.tables)
+    if not tables:
+        return frozenset()
+    rows = root.execute("SELECT DISTINCT lower(column_name) FROM duckdb_columns() "
+                        "WHERE lower(table_name) IN (SELECT unnest(?)) AND lower(schema_name) IN (SELECT unnest(?))",
+                        [tables, sorted(s.lower() for s in policy.schemas)]).fetchall()
+    return frozenset(r[0] for r in rows)
 #: DuckDB's view and verdict per SQL text, in this worker (see _run_one); keyed by the text's
 #: SHA-256 and bounded in bytes as well as entries (guard/lru.py)
 _VIEW_CACHE = LRU(4096, max_bytes=16 << 20)
@@ -286,7 +301,8 @@ def _run_one(root, fresh_connection, req: dict) -> dict:
             if cached is None:
                 view, refusal = duckdb_view.inspect(con, req["sql"], statements, policy, policy.tables,
                                                     allowed_schemas=policy.schemas,
-                                                    allowed_catalogs=policy.catalogs)
+                                                    allowed_catalogs=policy.catalogs,
+                                                    columns=_SERVED_COLUMNS)
                 _VIEW_CACHE.put(view_key, (view, refusal))
             else:
                 view, refusal = cached
