@@ -15,6 +15,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from sqleval_pipeline.guard.bounds import GUARD_DIALECT, check_tokens
+
 
 # --------------------------------------------------------------------------- table references
 
@@ -41,7 +43,12 @@ def referenced_tables(sql: str) -> list[tuple[str | None, str | None, str]]:
     UPDATE … name`` instead.
     """
     try:
-        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+        # bounded like the statement filter (guard/bounds.py): a text too large or too deep
+        # for the parser is scanned instead (sqlglot on a long subscript chain: 15 s)
+        tokens = GUARD_DIALECT.tokenize(sql)
+        if check_tokens(tokens) is not None:
+            return _scan(sql)
+        statements = [s for s in GUARD_DIALECT.parser().parse(tokens, sql) if s is not None]
     except (Exception, RecursionError):  # noqa: BLE001 - unparseable attacks are common here
         return _scan(sql)
     out: list[tuple[str | None, str | None, str]] = []
