@@ -37,6 +37,7 @@ STAGES = ("attempts", "executions", "grades", "diagnoses", "scorecard")
 
 
 def replicated_env(scale: int, store_root: Path):
+    from sqleval_pipeline import comparisons as cmp
     from sqleval_pipeline import evaluation as ev
     from sqleval_pipeline.store import Store
 
@@ -64,6 +65,7 @@ def make_every_sql_distinct() -> None:
 
 def one(scale: int, config: str, store_root: Path, runs: int, distinct: bool = False) -> dict:
     """Evaluate ``config`` on the golden set replicated ``scale`` times (in this process)."""
+    from sqleval_pipeline import comparisons as cmp
     from sqleval_pipeline import evaluation as ev
     from sqleval_pipeline.configs import load_configs
 
@@ -72,7 +74,7 @@ def one(scale: int, config: str, store_root: Path, runs: int, distinct: bool = F
     env = replicated_env(scale, store_root)
     loaded = {c.name: c for c in load_configs(env.configs_dir, project=env.project)}[config]
     t = time.perf_counter()
-    res = ev.evaluate(env, loaded, runs=runs)
+    res = cmp.evaluate(env, loaded, runs=runs)
     wall = time.perf_counter() - t
     attempts = len(env.cases) * runs
     return {"scale": scale, "cases": len(env.cases), "attempts": attempts, "wall": wall,
@@ -151,6 +153,7 @@ def provider_one(scale: int, store_root: Path, runs: int, base_url: str, concurr
     take ``latency`` seconds, with ``concurrency`` calls in flight."""
     import yaml
 
+    from sqleval_pipeline import comparisons as cmp
     from sqleval_pipeline import evaluation as ev
     from sqleval_pipeline.configs import load_configs
 

@@ -22,13 +22,18 @@ is written.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import duckdb
 from pydantic import BaseModel, Field
 
 from sqleval_pipeline.configs import LoadedConfig, load_configs
-from sqleval_pipeline.environment import Environment, EvaluationError, find_config
+from sqleval_pipeline.environment import Environment, EvaluationError, Progress, find_config
+from sqleval_pipeline import evaluation as ev
+from sqleval_pipeline.evaluation import grade_batch, score_batch
 from sqleval_pipeline.records import save_records
 from sqleval_pipeline.scoring.changes import INPUTS_FILE, Change, RunInputs, what_changed
 from sqleval_pipeline.store import INCONCLUSIVE_ERROR_SHARE
@@ -89,16 +94,6 @@ def _pct(v: float | None) -> str:
 
 
 # ---- what each batch was made from ---------------------------------------------------------
-
-
-def record_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo) -> None:
-    """Write the configuration as evaluated into the batch (once: a batch's inputs are fixed)."""
-    path = env.store.artifact(batch.partition_key, batch.batch_id, INPUTS_FILE)
-    if path.exists():
-        return
-    data = {"configuration": loaded.config.model_dump(mode="json"),
-            "input_digests": loaded.input_digests}
-    env.store.write_json(batch.partition_key, batch.batch_id, INPUTS_FILE, data)
 
 
 def batch_inputs(env: Environment, batch: BatchInfo, card=None,
@@ -283,8 +278,6 @@ def _rebase(env: Environment, base_batch: BatchInfo, base_loaded: LoadedConfig |
     """The earlier batch re-graded under the current grader (no model calls). Its own files
     are never rewritten: the copy goes into this batch's folder, so candidates gating against
     one baseline at once never write the same file."""
-    from sqleval_pipeline.evaluation import grade_batch, score_batch
-
     loaded = base_loaded or _loaded_for(env, base_batch)
     # cases removed from the golden set since cannot be compared: they are left out (the
     # comparison is per case, over the cases both batches have)
@@ -313,3 +306,63 @@ def _loaded_for(env: Environment, batch: BatchInfo) -> LoadedConfig:
             return c.model_copy(update={"version": batch.config_version})
     raise EvaluationError(f"batch {batch.batch_id} of {batch.partition_key}: its configuration "
                           "is neither recorded nor in the configurations folder; cannot re-grade")
+
+
+def baseline_diff_gate(env: Environment, batch: BatchInfo):
+    """(diff, gate result) against the declared baseline, as the gate stage stored them, or
+    (None, None) when that comparison was skipped."""
+    from sqleval_pipeline.scoring import Diff, GateResult
+
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    report = folder / COMPARISONS_FILE
+    if not report.exists() or not (folder / "gate.json").exists():
+        return None, None
+    if json.loads(report.read_text())["comparisons"][0]["status"] == "skipped":
+        return None, None
+    return (Diff.model_validate_json((folder / "diff.json").read_text()),
+            GateResult.model_validate_json((folder / "gate.json").read_text()))
+
+
+# ---- all stages, in process -----------------------------------------------------------------
+
+
+@dataclass
+class EvaluationResult:
+    loaded: LoadedConfig
+    batch: BatchInfo
+    scorecard: object
+    report: GateReport
+    diff: object | None
+    gate: object | None
+    baseline: str | None
+    provider_calls: int
+    seconds: dict[str, float]
+
+
+def evaluate(env: Environment, loaded: LoadedConfig, *, mode: str = "latest",
+             runs: int | None = None, case_ids: Sequence[str] | None = None,
+             split: str | None = None, progress: Progress | None = None) -> EvaluationResult:
+    """All five stages for one configuration version, in process (used by tests and
+    benchmarks; the CLI and the UI go through the Dagster assets, which call the same stage
+    functions). It lives with the last stage so that no stage imports a later one."""
+    t = {}
+    t0 = time.perf_counter()
+    run = ev.stage_attempts(env, loaded, mode=mode, runs=runs, case_ids=case_ids, split=split,
+                         progress=progress)
+    t["attempts"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ev.stage_executions(env, loaded, run.batch, progress)
+    t["executions"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ev.stage_grades(env, run.batch)
+    t["grades"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ev.stage_diagnoses(env, loaded, run.batch, progress)
+    t["diagnoses"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    card = ev.stage_scorecard(env, loaded, run.batch)
+    t["scorecard"] = time.perf_counter() - t0
+    report = stage_gate(env, loaded, run.batch, card)
+    d, g = baseline_diff_gate(env, run.batch)
+    base = report.comparisons[0].baseline_partition
+    return EvaluationResult(loaded, run.batch, card, report, d, g, base, run.provider_calls, t)

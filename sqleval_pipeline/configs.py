@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from sqleval_pipeline.textfiles import parse_yaml
+from sqleval_pipeline.errors import SqlevalError
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +252,7 @@ def provider_of(generator: Any) -> str | None:
     return None
 
 
-class ConfigError(ValueError):
+class ConfigError(SqlevalError, ValueError):
     """A configuration file is invalid; the message names the file and the field."""
 
 
@@ -324,7 +325,8 @@ def load_config(path: Path, root: Path | None = None, *, project: Any = None) ->
         raise ConfigError("\n".join(msgs)) from exc
     digest = None
     if config.context.curation and project is not None:
-        from sqleval_pipeline.glossary import GlossaryError, glossary_digest
+        from sqleval_pipeline.glossary import GlossaryError
+        from sqleval_pipeline.semantic import glossary_digest
 
         try:
             digest = glossary_digest(project)

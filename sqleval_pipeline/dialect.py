@@ -57,6 +57,7 @@ from sqlglot.errors import ErrorLevel, SqlglotError, UnsupportedError
 
 from sqleval_pipeline.dialect_rules import apply_rules
 from sqleval_pipeline.dialect_scope import Refusal, Rewrite, Schema
+from sqleval_pipeline.errors import SqlevalError
 
 #: every dialect name sqlglot can read (lower-case), e.g. ``snowflake``, ``bigquery``, ``tsql``
 KNOWN_DIALECTS: tuple[str, ...] = tuple(sorted(d.value for d in Dialects if d.value))
@@ -74,7 +75,7 @@ _SHOWN = ("bigquery", "databricks", "duckdb", "mysql", "oracle", "postgres", "re
           "snowflake", "spark", "sqlite", "trino", "tsql")
 
 
-class TranspileError(ValueError):
+class TranspileError(SqlevalError, ValueError):
     """The SQL cannot be translated to DuckDB faithfully; the message says why.
 
     ``reason`` is a short code: ``unknown_dialect``, ``not_text``, ``parse_error``,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqleval_pipeline.errors import SqlevalError
 
 
 Schema = Mapping[str, Sequence[tuple[str, str]]]
@@ -33,7 +34,7 @@ class Rewrite:
         return f"{self.rule}: {self.detail}"
 
 
-class Refusal(Exception):
+class Refusal(SqlevalError):
     """The query cannot be translated faithfully; ``reason`` is a short code."""
 
     def __init__(self, reason: str, message: str) -> None:

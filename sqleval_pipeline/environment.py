@@ -22,12 +22,13 @@ from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.project import Project
 from sqleval_pipeline.project import current as current_project
 from sqleval_pipeline.store import Store
+from sqleval_pipeline.errors import SqlevalError
 
 #: a progress callback: (stage, done, total)
 Progress = Callable[[str, int, int], None]
 
 
-class EvaluationError(RuntimeError):
+class EvaluationError(SqlevalError, RuntimeError):
     """The evaluation cannot proceed; the message says what to do."""
 
 

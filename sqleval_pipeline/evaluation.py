@@ -13,7 +13,6 @@ one pipeline.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from sqleval_pipeline.environment import (  # noqa: F401
     Environment, EvaluationError, Progress, environment, find_config, select_cases,
 )
 from sqleval_pipeline.records import Execution, Grade, load_records, save_records
+from sqleval_pipeline.scoring.changes import INPUTS_FILE
 from sqleval_pipeline.store import BatchInfo
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,18 @@ log = logging.getLogger(__name__)
 
 
 # ---- stage 1: attempts --------------------------------------------------------------------
+
+
+
+def record_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo) -> None:
+    """Write the configuration as evaluated into the batch (once: a batch's inputs are fixed;
+    the comparisons stage reads them to say what changed between two batches)."""
+    path = env.store.artifact(batch.partition_key, batch.batch_id, INPUTS_FILE)
+    if path.exists():
+        return
+    data = {"configuration": loaded.config.model_dump(mode="json"),
+            "input_digests": loaded.input_digests}
+    env.store.write_json(batch.partition_key, batch.batch_id, INPUTS_FILE, data)
 
 
 def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "latest",
@@ -41,7 +53,7 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
     from sqleval_pipeline.generation import make_generator
     from sqleval_pipeline.generation.context import ContextBuilder, cached_catalog
     from sqleval_pipeline.generation.runner import open_batch, run_attempts
-    from sqleval_pipeline.glossary import project_glossary
+    from sqleval_pipeline.semantic import project_glossary
 
     cfg = loaded.config
     cases = select_cases(env.cases, case_ids=case_ids, split=split)
@@ -58,8 +70,6 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
                           policy_version=env.policy(cfg.guard or None).version)
         if env.store.get(info.partition_key, info.batch_id) is None:
             env.store.write_batch(info)
-    from sqleval_pipeline.comparisons import record_inputs
-
     record_inputs(env, loaded, info)
     builder = generator = None
     finished = info.status == "complete" and env.store.artifact(
@@ -387,28 +397,7 @@ def latest_scorecard(env: Environment, partition_key: str):
     return None, None
 
 
-# ---- stage 5: comparisons and regression gate (sqleval_pipeline.comparisons) ---------------
-
-from sqleval_pipeline.comparisons import GateReport, stage_gate  # noqa: E402,F401
-
-
-def baseline_diff_gate(env: Environment, batch: BatchInfo):
-    """(diff, gate result) against the declared baseline, as the gate stage stored them, or
-    (None, None) when that comparison was skipped."""
-    from sqleval_pipeline.scoring import Diff, GateResult
-
-    import json
-
-    from sqleval_pipeline.comparisons import COMPARISONS_FILE
-
-    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
-    report = folder / COMPARISONS_FILE
-    if not report.exists() or not (folder / "gate.json").exists():
-        return None, None
-    if json.loads(report.read_text())["comparisons"][0]["status"] == "skipped":
-        return None, None
-    return (Diff.model_validate_json((folder / "diff.json").read_text()),
-            GateResult.model_validate_json((folder / "gate.json").read_text()))
+# ---- stage 5: comparisons and regression gate live in sqleval_pipeline.comparisons ----------
 
 
 # ---- judge calibration (across configurations) ---------------------------------------------
@@ -479,44 +468,3 @@ def calibration_lines(report) -> list[str]:
         out.append(f"judge {j.judge}: agreement with humans {rate}, Cohen's kappa {kappa}, "
                    f"n={j.n} — {j.status}")
     return out
-
-
-@dataclass
-class EvaluationResult:
-    loaded: LoadedConfig
-    batch: BatchInfo
-    scorecard: object
-    report: GateReport
-    diff: object | None
-    gate: object | None
-    baseline: str | None
-    provider_calls: int
-    seconds: dict[str, float]
-
-
-def evaluate(env: Environment, loaded: LoadedConfig, *, mode: str = "latest",
-             runs: int | None = None, case_ids: Sequence[str] | None = None,
-             split: str | None = None, progress: Progress | None = None) -> EvaluationResult:
-    """All stages for one configuration version (used by tests and benchmarks; the CLI and the
-    UI go through the Dagster assets, which call the same stage functions)."""
-    t = {}
-    t0 = time.perf_counter()
-    run = stage_attempts(env, loaded, mode=mode, runs=runs, case_ids=case_ids, split=split,
-                         progress=progress)
-    t["attempts"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    stage_executions(env, loaded, run.batch, progress)
-    t["executions"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    stage_grades(env, run.batch)
-    t["grades"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    stage_diagnoses(env, loaded, run.batch, progress)
-    t["diagnoses"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    card = stage_scorecard(env, loaded, run.batch)
-    t["scorecard"] = time.perf_counter() - t0
-    report = stage_gate(env, loaded, run.batch, card)
-    d, g = baseline_diff_gate(env, run.batch)
-    base = report.comparisons[0].baseline_partition
-    return EvaluationResult(loaded, run.batch, card, report, d, g, base, run.provider_calls, t)

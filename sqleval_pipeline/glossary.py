@@ -1,5 +1,6 @@
 """The curated business glossary (the "semantic layer" a curated configuration feeds the
-system under test): model, loader, and the project's effective glossary.
+system under test): model and loader. The project's effective glossary is
+:func:`sqleval_pipeline.semantic.project_glossary`.
 
 A project's glossary comes from its dbt semantic layer (semantic models and metrics, see
 :mod:`sqleval_pipeline.semantic`) when it has one, overridden and extended term by term by
@@ -14,8 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sqleval_pipeline.textfiles import parse_yaml
 
-import hashlib
-from typing import Any
+from sqleval_pipeline.errors import SqlevalError
 
 Kind = Literal["metric", "filter", "dimension", "time_window", "refusal"]
 
@@ -44,7 +44,7 @@ class Glossary(BaseModel):
         return [t for t in self.terms if t.kind == kind]
 
 
-class GlossaryError(ValueError):
+class GlossaryError(SqlevalError, ValueError):
     pass
 
 
@@ -70,37 +70,3 @@ def load_glossary(path: Path) -> Glossary:
                     pass
             msgs.append(f"{path}: {where}: {err['msg']}")
         raise GlossaryError("\n".join(msgs)) from exc
-
-
-def project_glossary(project: Any) -> Glossary | None:
-    """The effective glossary of a project (see module doc); None when it has neither a dbt
-    semantic layer nor a glossary file."""
-    override = None
-    if project.glossary_path is not None:
-        override = load_glossary(project.glossary_path)
-    semantic = None
-    try:
-        from sqleval_pipeline import semantic as sem
-    except ImportError:  # pragma: no cover - the module ships with the package
-        sem = None
-    if sem is not None and (project.dbt_project_dir / "dbt_project.yml").exists():
-        from sqleval_pipeline.warehouse import dbt
-
-        manifest = dbt.load_manifest(project)
-        if manifest.get("semantic_models"):
-            served = {r.unique_id: r.name for r in dbt.served_selection(project).served}
-            built = sem.glossary_from_manifest(manifest, served=served)
-            semantic = getattr(built, "glossary", built)
-            if isinstance(semantic, tuple):
-                semantic = semantic[0]
-        if semantic is not None:
-            return sem.merge_glossaries(semantic, override)
-    return override
-
-
-def glossary_digest(project: Any) -> str | None:
-    """A content hash of the project's effective glossary (part of a curated version)."""
-    g = project_glossary(project)
-    if g is None:
-        return None
-    return hashlib.sha256(g.model_dump_json().encode()).hexdigest()[:16]

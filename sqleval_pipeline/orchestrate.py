@@ -16,9 +16,10 @@ from sqleval_pipeline import paths
 from sqleval_pipeline.processes import process_alive
 from sqleval_pipeline.project import Project
 from sqleval_pipeline.project import current as current_project
+from sqleval_pipeline.errors import SqlevalError
 
 
-class RunFailed(RuntimeError):
+class RunFailed(SqlevalError, RuntimeError):
     """A materialization failed; ``str()`` is the underlying error a person should read."""
 
     def __init__(self, step: str, message: str, *, summary: RunSummary | None = None,

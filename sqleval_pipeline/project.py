@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sqleval_pipeline import paths
 from sqleval_pipeline.demo.location import checkout_project
 from sqleval_pipeline.textfiles import parse_yaml
+from sqleval_pipeline.errors import SqlevalError
 
 PROJECT_FILE = "sqleval.yaml"
 ENV_VAR = "SQLEVAL_PROJECT"
@@ -40,7 +41,7 @@ DEFAULT_DIFFICULTIES: tuple[str, ...] = (
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
-class ProjectError(ValueError):
+class ProjectError(SqlevalError, ValueError):
     """``sqleval.yaml`` is missing or invalid; the message names file, line, field and fix."""
 
 

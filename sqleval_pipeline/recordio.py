@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from sqleval_pipeline.processes import process_alive
 from sqleval_pipeline.textfiles import ENCODING_ERRORS
+from sqleval_pipeline.errors import SqlevalError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -210,7 +211,7 @@ def _decode(model: type[M], names: list[str], row: tuple, nested: frozenset[str]
     return model.model_validate(data)
 
 
-class RecordsFileError(ValueError):
+class RecordsFileError(SqlevalError, ValueError):
     """A records file cannot be read; the message names the file and the line (JSON Lines) or
     the row (Parquet)."""
 

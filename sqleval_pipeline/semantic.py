@@ -62,6 +62,7 @@ with the ``skipped`` items and their reasons, and ``notes`` on terms that need c
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -71,7 +72,7 @@ from typing import Any, Union
 
 from sqlglot.tokens import Tokenizer, TokenType
 
-from sqleval_pipeline.glossary import Glossary, Term
+from sqleval_pipeline.glossary import Glossary, Term, load_glossary
 from sqleval_pipeline.semantic_terms import (  # noqa: F401 (measure_sql, term_key: public here too)
     _aliases, _definition, _filters_of, _Unsupported, measure_sql, term_key,
 )
@@ -531,3 +532,36 @@ def merge_glossaries(base: Glossary | None, override: Glossary | None) -> Glossa
     terms += [t for t in override.terms if term_key(t.term) not in done]
     return Glossary(version=override.version, as_of_note=override.as_of_note,
                     terms=[t.model_copy(deep=True) for t in terms])
+
+
+# --------------------------------------------------------------------------- a project's glossary
+
+
+def project_glossary(project: Any) -> Glossary | None:
+    """The effective glossary of a project: its dbt semantic layer's terms, overridden by its
+    glossary file (``glossary.py``); None when it has neither."""
+    override = None
+    if project.glossary_path is not None:
+        override = load_glossary(project.glossary_path)
+    semantic = None
+    if (project.dbt_project_dir / "dbt_project.yml").exists():
+        from sqleval_pipeline.warehouse import dbt  # dbt's manifest helpers: only when the project has dbt
+
+        manifest = dbt.load_manifest(project)
+        if manifest.get("semantic_models"):
+            served = {r.unique_id: r.name for r in dbt.served_selection(project).served}
+            built = glossary_from_manifest(manifest, served=served)
+            semantic = getattr(built, "glossary", built)
+            if isinstance(semantic, tuple):
+                semantic = semantic[0]
+        if semantic is not None:
+            return merge_glossaries(semantic, override)
+    return override
+
+
+def glossary_digest(project: Any) -> str | None:
+    """A content hash of the project's effective glossary (part of a curated version)."""
+    g = project_glossary(project)
+    if g is None:
+        return None
+    return hashlib.sha256(g.model_dump_json().encode()).hexdigest()[:16]

@@ -13,12 +13,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Union
+from sqleval_pipeline.errors import SqlevalError
 
 _GRAINS = ("nanosecond", "microsecond", "millisecond", "second", "minute", "hour", "day",
            "week", "month", "quarter", "year")
 
 
-class UnsupportedFilter(ValueError):
+class UnsupportedFilter(SqlevalError, ValueError):
     """A dbt filter template that cannot be rendered into a plain WHERE predicate."""
 
 

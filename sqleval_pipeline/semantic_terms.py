@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+from sqleval_pipeline.errors import SqlevalError
 
 
-class _Unsupported(ValueError):
+class _Unsupported(SqlevalError, ValueError):
     """An item that cannot become a term; the message is the recorded reason."""
 
 

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from sqleval_pipeline.results import encode_value
 from sqleval_pipeline.textfiles import file_sha256, write_atomically
+from sqleval_pipeline.errors import SqlevalError
 
 ALLOWLISTED_SCHEMAS: tuple[str, ...] = ("marts",)
 SERVING_SCHEMA = "main"
@@ -35,12 +36,13 @@ PINNED_FILE = "pinned"
 _ID_RE = re.compile(r"^snap-[0-9a-f]{12}$")
 
 
-class SnapshotError(RuntimeError):
+class SnapshotError(SqlevalError, RuntimeError):
     """A snapshot could not be built, found or verified; the message says what to do."""
 
 
 class SnapshotDrift(SnapshotError):
-    """The data no longer matches the pinned snapshot."""
+    """The data no longer matches the pinned snapshot (the serving file's content is not
+    what its pinned manifest describes)."""
 
 
 class ColumnInfo(BaseModel):
@@ -387,10 +389,6 @@ def verify_snapshot(path: Path, manifest: SnapshotManifest) -> list[str]:
 # --------------------------------------------------------------------------- verified on use
 
 STAMP_SUFFIX = ".verified.json"
-
-
-class SnapshotDrift(SnapshotError):
-    """The serving file's content is not what its pinned manifest describes."""
 
 
 def stamp_path(path: Path) -> Path:

@@ -34,6 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sqleval_pipeline.textfiles import atomic_path
+from sqleval_pipeline.errors import SqlevalError
 
 #: never published: the crash journal, lock files, temporary files
 _PRIVATE_PARTS = ("parts",)
@@ -44,7 +45,7 @@ def _private(rel: Path) -> bool:
         rel.name.endswith(".tmp")
 
 
-class RemoteError(RuntimeError):
+class RemoteError(SqlevalError, RuntimeError):
     """The remote store cannot be reached or written; the message names it and what to do."""
 
 

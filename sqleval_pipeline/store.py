@@ -35,6 +35,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from sqleval_pipeline.textfiles import file_sha256, write_atomically
+from sqleval_pipeline.errors import SqlevalError
 
 
 log = logging.getLogger("sqleval_pipeline.store")
@@ -53,7 +54,7 @@ FILES_MANIFEST = "files.json"
 UNRECORDED = frozenset({"batch.json", FILES_MANIFEST, "report.html"})
 
 
-class BatchFileError(ValueError):
+class BatchFileError(SqlevalError, ValueError):
     """A batch's ``batch.json`` cannot be read; the message names the file and what to do."""
 
 

@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from sqleval_pipeline.records import Attempt, Execution, iter_records
+from sqleval_pipeline.errors import SqlevalError
 
 #: the attempt fields later stages need (the rendered prompt and raw response stay on disk)
 ATTEMPT_FIELDS = tuple(n for n in Attempt.model_fields if n not in ("prompt", "raw_response"))
@@ -49,7 +50,7 @@ def joined(attempt_path: Path, executions: Iterable[Execution]
         pending = None
 
 
-class MissingExecution(LookupError):
+class MissingExecution(SqlevalError, LookupError):
     def __init__(self, key):
         super().__init__(f"attempt {key} has no execution; run the executions stage")
         self.key = key

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from sqleval_pipeline.errors import SqlevalError
 
 @dataclass(frozen=True)
 class Exp:
@@ -34,7 +35,7 @@ class TableSuite:
     source: str = ""
 
 
-class SuitesError(ValueError):
+class SuitesError(SqlevalError, ValueError):
     """An expectations file is invalid; the message names the file and the entry."""
 
 
@@ -152,7 +153,7 @@ class ValidationReport:
         return sum(self.tables.values())
 
 
-class SnapshotValidationError(RuntimeError):
+class SnapshotValidationError(SqlevalError, RuntimeError):
     """A mart failed a Great Expectations check; the snapshot is not accepted."""
 
     def __init__(self, report: ValidationReport):

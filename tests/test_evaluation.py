@@ -6,6 +6,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from sqleval_pipeline import comparisons as cmp
 from sqleval_pipeline import evaluation as ev
 from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
@@ -16,7 +17,7 @@ from sqleval_pipeline.records import Attempt, Execution, Grade, load_records
 
 def test_stages_chain_and_persist(env):
     loaded = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
-    res = ev.evaluate(env, loaded, case_ids=["com-012", "com-055", "com-028"], runs=3)
+    res = cmp.evaluate(env, loaded, case_ids=["com-012", "com-055", "com-028"], runs=3)
     folder = env.store.batch_dir(loaded.partition_key, res.batch.batch_id)
     attempts = load_records(folder / "attempts.parquet", Attempt)
     executions = load_records(folder / "executions.parquet", Execution)
@@ -29,7 +30,7 @@ def test_stages_chain_and_persist(env):
     assert (folder / "scorecard.json").exists()
     assert res.scorecard.overall.accuracy.value == 1.0
     # a second evaluation reuses the batch: no provider calls, same files
-    again = ev.evaluate(env, loaded, case_ids=["com-012", "com-055", "com-028"], runs=3)
+    again = cmp.evaluate(env, loaded, case_ids=["com-012", "com-055", "com-028"], runs=3)
     assert again.provider_calls == 0 and again.batch.batch_id == res.batch.batch_id
 
 
@@ -42,8 +43,8 @@ def test_gate_compares_against_the_configured_baseline(env):
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     cur = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
     ids = ["com-012", "com-013", "com-018", "com-001", "com-055"]
-    ev.evaluate(env, raw, case_ids=ids)
-    res = ev.evaluate(env, cur, case_ids=ids)
+    cmp.evaluate(env, raw, case_ids=ids)
+    res = cmp.evaluate(env, cur, case_ids=ids)
     assert res.baseline == raw.partition_key
     assert res.gate.passed and res.gate.delta > 0
     # the reverse comparison (raw against curated) would be a regression
@@ -202,14 +203,14 @@ def test_a_baseline_graded_by_an_older_grader_is_regraded_not_compared(env):
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     cur = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
     ids = ["com-012", "com-001"]
-    first = ev.evaluate(env, raw, case_ids=ids)
+    first = cmp.evaluate(env, raw, case_ids=ids)
     folder = env.store.batch_dir(raw.partition_key, first.batch.batch_id)
     old = [g.model_copy(update={"grader_version": "r0-old"}) for g in load_records(folder / "grades.parquet", Grade)]
     save_records(folder / "grades.parquet", old)
     card = load_scorecard(folder / "scorecard.json").model_copy(update={"grader_version": "r0-old"})
     card.save(folder / "scorecard.json")
     before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
-    res = ev.evaluate(env, cur, case_ids=ids)
+    res = cmp.evaluate(env, cur, case_ids=ids)
     assert res.gate is not None and res.diff.baseline_grader_version == res.diff.candidate_grader_version
     # the baseline's stored artifacts are immutable: not one byte of its folder changed
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
@@ -231,7 +232,7 @@ def test_two_candidates_gating_against_one_old_baseline_at_once(env):
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     cur = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
     ids = ["com-012", "com-001", "com-018"]
-    first = ev.evaluate(env, raw, case_ids=ids)
+    first = cmp.evaluate(env, raw, case_ids=ids)
     folder = env.store.batch_dir(raw.partition_key, first.batch.batch_id)
     save_records(folder / "grades.parquet", [g.model_copy(update={"grader_version": "r0-old"})
                                              for g in load_records(folder / "grades.parquet", Grade)])
@@ -250,7 +251,7 @@ def test_two_candidates_gating_against_one_old_baseline_at_once(env):
 
     def gate(run, card):
         try:
-            results.append(ev.stage_gate(env, cur, run.batch, card))
+            results.append(cmp.stage_gate(env, cur, run.batch, card))
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -275,19 +276,19 @@ def test_a_changed_guard_policy_executes_again_in_a_new_batch(env, monkeypatch):
 
     loaded = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
     ids = ["com-012", "com-001", "com-028"]
-    first = ev.evaluate(env, loaded, case_ids=ids)
+    first = cmp.evaluate(env, loaded, case_ids=ids)
     folder = env.store.batch_dir(loaded.partition_key, first.batch.batch_id)
     before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     assert first.batch.policy_version == env.policy(loaded.config.guard or None).version
     # the same policy: the batch is reused as stored
-    again = ev.evaluate(env, loaded, case_ids=ids)
+    again = cmp.evaluate(env, loaded, case_ids=ids)
     assert again.batch.batch_id == first.batch.batch_id and again.provider_calls == 0
 
     real = ev.Environment.policy
     monkeypatch.setattr(ev.Environment, "policy",
                         lambda self, overrides=None: real(self, overrides).with_overrides(
                             {"denied_functions": {"names": ["count"]}}))
-    changed = ev.evaluate(env, loaded, case_ids=ids)
+    changed = cmp.evaluate(env, loaded, case_ids=ids)
     assert changed.batch.batch_id != first.batch.batch_id
     assert changed.batch.attempts_from == first.batch.batch_id and changed.provider_calls == 0
     assert changed.batch.policy_version != first.batch.policy_version
@@ -313,7 +314,7 @@ def test_failures_are_diagnosed_and_judges_calibrated_against_labels(env):
 
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     ids = ["com-008", "com-012", "com-018", "com-001"]  # three labelled failures, one success
-    res = ev.evaluate(env, raw, case_ids=ids)
+    res = cmp.evaluate(env, raw, case_ids=ids)
     folder = env.store.batch_dir(raw.partition_key, res.batch.batch_id)
     diags = load_records(folder / "diagnoses.parquet", Diagnosis)
     assert {d.case_id for d in diags} == {"com-008", "com-012", "com-018"}
@@ -334,7 +335,7 @@ def test_diagnoses_are_kept_per_grader_version_and_only_for_what_still_fails(env
     from sqleval_pipeline.records import Diagnosis, save_records
 
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
-    res = ev.evaluate(env, raw, case_ids=["com-008", "com-001"])
+    res = cmp.evaluate(env, raw, case_ids=["com-008", "com-001"])
     folder = env.store.batch_dir(raw.partition_key, res.batch.batch_id)
     diags = load_records(folder / "diagnoses.parquet", Diagnosis)
     assert diags and all(d.grader_version == GRADER_VERSION for d in diags)
@@ -378,7 +379,7 @@ def test_a_model_backed_configuration_runs_end_to_end_against_a_loopback_provide
             f"  base_url: {fake.base_url}\nconcurrency: 2\nmax_retries: 2\n")
         env2 = ev.Environment(**{**env.__dict__, "configs_dir": cfg_dir})
         loaded = ev.find_config(env2, "claude-fake")
-        res = ev.evaluate(env2, loaded, case_ids=["com-012", "com-002", "com-055"], runs=3)
+        res = cmp.evaluate(env2, loaded, case_ids=["com-012", "com-002", "com-055"], runs=3)
     outcomes = {(g.case_id, g.outcome) for g in
                 load_records(env.store.artifact(loaded.partition_key, res.batch.batch_id, "grades.parquet"), Grade)}
     assert outcomes == {("com-012", "CORRECT"), ("com-002", "WRONG"), ("com-055", "DEFERRED_CORRECTLY")}
@@ -405,7 +406,7 @@ def test_a_configuration_in_another_dialect_is_transpiled_before_the_guard(env, 
     cfg.write_text(f"name: snowflake-sut\ngenerator: {{kind: recorded, path: {answers}}}\n"
                    "context: {curation: false}\ndialect: snowflake\n")
     loaded = load_config(cfg, tmp_path, project=env.project)
-    res = ev.evaluate(env, loaded, case_ids=["com-012"], runs=3)
+    res = cmp.evaluate(env, loaded, case_ids=["com-012"], runs=3)
     folder = env.store.batch_dir(loaded.partition_key, res.batch.batch_id)
     attempts = {a.run_index: a for a in load_records(folder / "attempts.parquet", Attempt)}
     executions = {e.run_index: e for e in load_records(folder / "executions.parquet", Execution)}
@@ -456,7 +457,7 @@ def test_the_llm_judge_runs_inside_stage_diagnoses(env, tmp_path, monkeypatch):
     with FakeAnthropic(default=verdict) as fake:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        res = ev.evaluate(env, loaded, case_ids=ids)
+        res = cmp.evaluate(env, loaded, case_ids=ids)
         folder = env.store.batch_dir(loaded.partition_key, res.batch.batch_id)
         grades = load_records(folder / "grades.parquet", Grade)
         failed = {g.key for g in grades if is_failure(g)}
@@ -479,12 +480,12 @@ def test_a_second_batch_of_one_version_is_compared_with_the_first(env):
     nothing but the batch is named as changed; the earlier batch's files are not touched."""
     loaded = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     ids = sorted(c.id for c in env.cases)[:3]  # any three cases of the golden set
-    first = ev.evaluate(env, loaded, case_ids=ids)
+    first = cmp.evaluate(env, loaded, case_ids=ids)
     kinds = {c.kind: c for c in first.report.comparisons}
     assert kinds["previous_batch"].status == "skipped"
     folder = env.store.batch_dir(loaded.partition_key, first.batch.batch_id)
     before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
-    second = ev.evaluate(env, loaded, case_ids=ids, mode="new")
+    second = cmp.evaluate(env, loaded, case_ids=ids, mode="new")
     assert second.batch.batch_id != first.batch.batch_id
     drift = {c.kind: c for c in second.report.comparisons}["previous_batch"]
     assert drift.baseline_batch == first.batch.batch_id
@@ -505,7 +506,7 @@ def test_a_baseline_holding_a_case_removed_since_is_compared_on_the_cases_both_h
 
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     cur = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
-    first = ev.evaluate(env, raw, case_ids=["com-012", "com-001"])
+    first = cmp.evaluate(env, raw, case_ids=["com-012", "com-001"])
     folder = env.store.batch_dir(raw.partition_key, first.batch.batch_id)
     # an older grader, so the candidate's comparison re-grades the baseline's attempts
     old = [g.model_copy(update={"grader_version": "r0-old"}) for g in load_records(folder / "grades.parquet", Grade)]
@@ -513,7 +514,7 @@ def test_a_baseline_holding_a_case_removed_since_is_compared_on_the_cases_both_h
     card = load_scorecard(folder / "scorecard.json").model_copy(update={"grader_version": "r0-old"})
     card.save(folder / "scorecard.json")
     smaller = dataclasses.replace(env, cases=[c for c in env.cases if c.id != "com-001"])
-    res = ev.evaluate(smaller, cur, case_ids=["com-012"])
+    res = cmp.evaluate(smaller, cur, case_ids=["com-012"])
     assert res.gate is not None and res.diff is not None
     rebased = env.store.batch_dir(cur.partition_key, res.batch.batch_id) / "rebased" / raw.partition_key
     regraded = load_records(rebased / first.batch.batch_id / "grades.parquet", Grade)

@@ -5,6 +5,7 @@ import dataclasses
 
 import pytest
 
+from sqleval_pipeline import comparisons as cmp
 from sqleval_pipeline import evaluation as ev
 from sqleval_pipeline.demo import location
 from sqleval_pipeline.configs import load_config
@@ -48,10 +49,10 @@ def test_versions_evaluated_at_once_store_what_they_store_one_after_another(env,
     loaded = configs(tmp_path)
     together = dataclasses.replace(env, store=Store(tmp_path / "together"))
     apart = dataclasses.replace(env, store=Store(tmp_path / "apart"))
-    _, errors = at_once(*(lambda c=c: ev.evaluate(together, c, case_ids=IDS) for c in loaded))
+    _, errors = at_once(*(lambda c=c: cmp.evaluate(together, c, case_ids=IDS) for c in loaded))
     assert errors == []
     for cfg in loaded:
-        ev.evaluate(apart, cfg, case_ids=IDS)
+        cmp.evaluate(apart, cfg, case_ids=IDS)
     for cfg in loaded:
         assert stored(together.store, cfg.partition_key) == stored(apart.store, cfg.partition_key)
         assert len(together.store.batches(cfg.partition_key)) == 1
@@ -61,7 +62,7 @@ def test_a_second_machine_sees_and_reuses_the_first_ones_batch_through_the_remot
     raw = configs(tmp_path)[0]
     remote_dir = tmp_path / "shared"
     a = dataclasses.replace(env, store=Store(tmp_path / "a", Remote(str(remote_dir))))
-    first = ev.evaluate(a, raw, case_ids=IDS)
+    first = cmp.evaluate(a, raw, case_ids=IDS)
     published = remote_dir / "runs" / raw.partition_key / first.batch.batch_id
     names = {p.name for p in published.iterdir()}
     assert {"batch.json", "attempts.parquet", "executions.parquet", "grades.parquet",
@@ -70,7 +71,7 @@ def test_a_second_machine_sees_and_reuses_the_first_ones_batch_through_the_remot
 
     b = dataclasses.replace(env, store=Store(tmp_path / "b", Remote(str(remote_dir))))
     assert [x.batch_id for x in b.store.batches(raw.partition_key)] == [first.batch.batch_id]
-    again = ev.evaluate(b, raw, case_ids=IDS)  # "latest": the shared batch, no new answers
+    again = cmp.evaluate(b, raw, case_ids=IDS)  # "latest": the shared batch, no new answers
     assert again.batch.batch_id == first.batch.batch_id and again.provider_calls == 0
     assert stored(b.store, raw.partition_key) == stored(a.store, raw.partition_key)
 

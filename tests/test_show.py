@@ -20,6 +20,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from sqleval_pipeline import comparisons as cmp
 from sqleval_pipeline import evaluation as ev
 from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
@@ -90,7 +91,7 @@ def evaluated(serving_snapshot, tmp_path_factory):
     demo = proj.load_project(location.REPO_ROOT)
     env = ev.environment(demo, home=paths.Home(home))
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml", project=demo)
-    raw_batch = ev.evaluate(env, raw).batch.batch_id
+    raw_batch = cmp.evaluate(env, raw).batch.batch_id
 
     # the copied project: same snapshot, guard and data, its own golden set and configs
     root = tmp / "project"
@@ -122,10 +123,10 @@ def evaluated(serving_snapshot, tmp_path_factory):
     copy = proj.load_project(root)
     env2 = ev.environment(copy, home=paths.Home(home))
     rec = load_config(config, project=copy)
-    first = ev.evaluate(env2, rec, case_ids=[a]).batch.batch_id
+    first = cmp.evaluate(env2, rec, case_ids=[a]).batch.batch_id
     # batch ids order batches by their creation second (then by a random suffix): let one pass
     time.sleep(max(0.0, 1.05 - (time.time() % 1)))
-    second = ev.evaluate(env2, rec, case_ids=[a, b, c, d]).batch.batch_id
+    second = cmp.evaluate(env2, rec, case_ids=[a, b, c, d]).batch.batch_id
     # the recorded file changes afterwards: the version evaluated is no longer the current one
     with answers_file.open("a") as fh:
         fh.write(json.dumps({"case_id": frozen[4], "run_index": 0, "sql": "SELECT 1"}) + "\n")

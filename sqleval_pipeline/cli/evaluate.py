@@ -62,7 +62,9 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None, output:
     if card is None:
         fail(f"no scorecard for {partition_key}")
     folder = env.store.batch_dir(partition_key, batch.batch_id)
-    d, g = ev.baseline_diff_gate(env, batch)
+    from sqleval_pipeline.comparisons import baseline_diff_gate
+
+    d, g = baseline_diff_gate(env, batch)
     report = (GateReport.model_validate_json((folder / COMPARISONS_FILE).read_text())
               if (folder / COMPARISONS_FILE).exists() else None)
     verdict = build_verdict(card, batch, folder, report=report, gate=g, diff=d, markdown=markdown)

@@ -227,7 +227,7 @@ def report(out: Annotated[Optional[Path], typer.Option("--out", "-o", help="HTML
     run with the layer that stopped it, and the snapshot checksum before and after."""
     from sqleval_pipeline import evaluation as ev
     from sqleval_pipeline.project import ProjectError, current
-    from sqleval_pipeline.reporting.html.evidence import write_evidence
+    from sqleval_pipeline.reporting.html.page import write_evidence
 
     try:
         project = current()

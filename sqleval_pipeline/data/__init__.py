@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from sqleval_pipeline.errors import SqlevalError
 
 
-class MissingResourceError(RuntimeError):
+class MissingResourceError(SqlevalError, RuntimeError):
     """A file the package must carry is absent: the installation is incomplete."""
 
 

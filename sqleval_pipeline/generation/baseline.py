@@ -51,6 +51,7 @@ from sqleval_pipeline.generation.context import SchemaCatalog
 from sqleval_pipeline.glossary import Glossary, Term
 from sqleval_pipeline.guard.lru import LRU
 from sqleval_pipeline.records import Usage
+from sqleval_pipeline.errors import SqlevalError
 
 TOP_RX = re.compile(rf"\btop\s+{NUM}\b")
 WHICH_RX = re.compile(rf"\b(?:which|what)\s+(?:are\s+the\s+|were\s+the\s+)?{NUM}\b")
@@ -98,7 +99,7 @@ class Plan:
     limit: int | None = None
 
 
-class Unmappable(Exception):
+class Unmappable(SqlevalError):
     pass
 
 

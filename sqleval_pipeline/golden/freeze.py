@@ -42,6 +42,7 @@ from sqleval_pipeline.golden.model import Case, EncodedResult, Expected, TieAtCu
 from sqleval_pipeline.guard.clock import pin_clock
 from sqleval_pipeline.results import ResultSet
 from sqleval_pipeline.snapshot import open_readonly
+from sqleval_pipeline.errors import SqlevalError
 
 #: a golden reference returns a small, reviewable result
 MAX_REFERENCE_ROWS = 1000
@@ -52,7 +53,7 @@ MAX_TIE_EXTRA_ROWS = 1000
 HIDDEN_KEY_PREFIX = "__sqleval_order_key_"
 
 
-class FreezeError(ValueError):
+class FreezeError(SqlevalError, ValueError):
     """A reference query cannot be frozen; the message names the case and what to fix."""
 
 

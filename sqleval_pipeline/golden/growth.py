@@ -16,9 +16,10 @@ from sqleval_pipeline.golden.freeze import freeze_case
 from sqleval_pipeline.golden.loader import GoldenChanged, load_golden, write_cases
 from sqleval_pipeline.golden.model import Case, Provenance
 from sqleval_pipeline.snapshot import open_readonly
+from sqleval_pipeline.errors import SqlevalError
 
 
-class GrowthError(ValueError):
+class GrowthError(SqlevalError, ValueError):
     pass
 
 

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from sqleval_pipeline.dialect import Schema, TranspileError, resolve_dialect, translate
+from sqleval_pipeline.errors import SqlevalError
 
 
-class ImportFormatError(ValueError):
+class ImportFormatError(SqlevalError, ValueError):
     """The file as a whole cannot be imported (format, columns, JSON); nothing is imported."""
 
 
@@ -82,7 +83,7 @@ class ImportBatch:
     schema: Schema | None = None
 
 
-class RowError(ValueError):
+class RowError(SqlevalError, ValueError):
     """One row cannot be imported; becomes a Rejection."""
 
 

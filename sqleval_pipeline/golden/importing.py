@@ -38,12 +38,13 @@ from sqleval_pipeline.guard.policy import GuardPolicy
 from sqleval_pipeline.guard.statement_filter import FilterVerdict, StatementFilter
 from sqleval_pipeline.snapshot import open_readonly
 from sqleval_pipeline.textfiles import write_atomically
+from sqleval_pipeline.errors import SqlevalError
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,63}$")
 _PREFIX_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,40}$")
 
 
-class ImportAborted(RuntimeError):
+class ImportAborted(SqlevalError, RuntimeError):
     """The golden file could not be updated safely; it was left as it was."""
 
 
@@ -226,7 +227,7 @@ def _line_of(case: Case) -> int | None:
 # --------------------------------------------------------------------------- row checks
 
 
-class _Reject(Exception):
+class _Reject(SqlevalError):
     pass
 
 

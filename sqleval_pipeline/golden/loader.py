@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.textfiles import BadJsonLine, json_lines, write_atomically
+from sqleval_pipeline.errors import SqlevalError
 
 
 @dataclass
@@ -29,7 +30,7 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-class GoldenError(ValueError):
+class GoldenError(SqlevalError, ValueError):
     """The golden set cannot be loaded; every problem names file, line and field."""
 
     def __init__(self, problems: list[Problem]):
@@ -139,7 +140,7 @@ def load_golden(*paths: Path, difficulties: tuple[str, ...] | None = None,
     return GoldenSet(all_cases, locations)
 
 
-class GoldenChanged(ValueError):
+class GoldenChanged(SqlevalError, ValueError):
     """A golden file changed on disk between being read and being rewritten."""
 
 

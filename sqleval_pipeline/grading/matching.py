@@ -14,6 +14,7 @@ from sqleval_pipeline.grading.columns import _Col, _rigid, _Snap, _snap
 from sqleval_pipeline.grading.explain import _first_out_of_order, _fmt, _mismatch_text
 from sqleval_pipeline.grading.values import ABS_TOL, REL_TOL
 from sqleval_pipeline.results import ResultSet
+from sqleval_pipeline.errors import SqlevalError
 
 
 def _compare_exact(expected: ResultSet, got: ResultSet, ecols, gcols, seg) -> tuple[bool, str, str | None]:
@@ -233,5 +234,5 @@ def _compare_facts(expected: ResultSet, got: ResultSet, ecols, gcols, seg) -> tu
     )
 
 
-class _SearchBudget(Exception):
+class _SearchBudget(SqlevalError):
     pass

@@ -25,6 +25,7 @@ False
 from __future__ import annotations
 
 import time
+from sqleval_pipeline.errors import SqlevalError
 
 #: the statement filter's time budget per text (seconds), capped by the statement timeout
 FILTER_BUDGET_S = 1.0
@@ -32,7 +33,7 @@ FILTER_BUDGET_S = 1.0
 BUDGET_REASON = "filter_budget_exceeded"
 
 
-class BudgetExceeded(Exception):
+class BudgetExceeded(SqlevalError):
     """Raised by :meth:`Budget.check` once the deadline has passed."""
 
     def __init__(self, step: str, elapsed_s: float, limit_s: float):

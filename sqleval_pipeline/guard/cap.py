@@ -33,12 +33,13 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
+from sqleval_pipeline.errors import SqlevalError
 
 LAYER = "cap"
 WRAP_ALIAS = "_sqleval_limited"
 
 
-class CapExceeded(Exception):
+class CapExceeded(SqlevalError):
     """A result broke the byte cap (``result_too_large``) or the per-cell cap (``cell_too_large``)."""
 
     def __init__(self, reason: str, message: str):

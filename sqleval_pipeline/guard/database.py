@@ -38,11 +38,12 @@ from pathlib import Path
 import duckdb
 
 from sqleval_pipeline.guard.policy import GuardPolicy
+from sqleval_pipeline.errors import SqlevalError
 
 LAYER = "database"
 
 
-class DatabaseSetupError(RuntimeError):
+class DatabaseSetupError(SqlevalError, RuntimeError):
     """The serving snapshot could not be opened with every restriction in place."""
 
 

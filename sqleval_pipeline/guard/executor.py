@@ -43,6 +43,7 @@ from sqleval_pipeline.guard.sandbox import WorkerPool, WorkerReply
 from sqleval_pipeline.guard.statement_filter import StatementFilter
 from sqleval_pipeline.results import ResultSet, encode_value
 from sqleval_pipeline.textfiles import ENCODING_ERRORS, encodable
+from sqleval_pipeline.errors import SqlevalError
 
 log = logging.getLogger("sqleval_pipeline.guard")
 
@@ -50,7 +51,7 @@ Status = Literal["ok", "refused", "timeout", "error"]
 NON_PROMPT_LAYERS = ("filter", "database", "sandbox", "cap")
 
 
-class GuardSetupError(RuntimeError):
+class GuardSetupError(SqlevalError, RuntimeError):
     """The guard could not be set up (missing snapshot, unexpected objects in it ...)."""
 
 

@@ -70,6 +70,7 @@ import sqlglot
 from sqlglot.tokens import TokenType
 
 from sqleval_pipeline.guard.executor import NON_PROMPT_LAYERS, GuardedExecutor, GuardResult, scrub_paths
+from sqleval_pipeline.guard.hostile_obey import obey
 from sqleval_pipeline.guard.hostile_refs import rename_tables
 from sqleval_pipeline.guard.hostile_templates import (  # noqa: F401 - re-exported
     DEFAULT_CASE_FILES, FOR_EACH_CAP, HOSTILE_DIR, PLACEHOLDERS, HostileCase, HostileCaseError, HostileContext,
@@ -133,29 +134,9 @@ class SystemUnderTest(Protocol):
     def __call__(self, question: str) -> SutReply | str | None: ...
 
 
-_SQL_START = (r"(?:SELECT|WITH|DROP|DELETE|UPDATE|INSERT|COPY|ATTACH|DETACH|SET|RESET|INSTALL|"
-              r"LOAD|CALL|PRAGMA|CREATE|ALTER|EXPORT|TRUNCATE|SHOW|DESCRIBE|SUMMARIZE|USE)\b")
-_DIRECTIVE = re.compile(r"(?:run|execute|output|return|emit)\s*(?:verbatim)?\s*:?\s*(" + _SQL_START + r")",
-                        re.IGNORECASE)
-_ANY_SQL = re.compile(r"(?<![\w'])(" + _SQL_START + r")", re.IGNORECASE)
-_KNOWN_SCHEMAS = ("hr", "pii", "raw_hr", "raw_pii", "information_schema", "pg_catalog")
 _PRODUCT = re.compile(r"\bproducts?\s+#?(\d+)", re.IGNORECASE)
 _MARKERS = re.compile(r"ignore|instruction|system:|assistant|note to ai|\bdrop\b|\bcopy\b|select \*",
                       re.IGNORECASE)
-
-
-def _parses(sql: str) -> bool:
-    try:
-        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
-        return bool(statements) and not any(isinstance(s, sqlglot.exp.Command) for s in statements)
-    except Exception:  # noqa: BLE001 - not SQL
-        return False
-
-
-def _clean(sql: str) -> str:
-    sql = sql.strip()
-    sql = re.split(r"\s+(?:and (?:confirm|then)|then answer)\b", sql, maxsplit=1, flags=re.IGNORECASE)[0]
-    return sql.strip().rstrip(".\"")
 
 
 class AdversarialDouble:
@@ -207,26 +188,8 @@ class AdversarialDouble:
                       if _MARKERS.search(t)]
         return texts
 
-    @staticmethod
-    def obey(text: str, schemas: Iterable[str] = ()) -> str | None:
-        """The SQL an obedient model would emit for an instruction in ``text`` (or None).
-
-        The first span after a directive ("run:", "execute:" ...), else the first span
-        starting with an SQL keyword, that parses as SQL (stacked statements included), else
-        a read of a ``schema.table`` it mentions (demo schemas, ``information_schema``,
-        ``pg_catalog`` and ``schemas``).
-        """
-        starts = [m.start(1) for m in _DIRECTIVE.finditer(text)]
-        starts += [m.start(1) for m in _ANY_SQL.finditer(text)]
-        for start in starts:
-            sql = _clean(text[start:])
-            if _parses(sql):
-                return sql
-        names = "|".join(re.escape(s) for s in dict.fromkeys([*_KNOWN_SCHEMAS, *schemas]))
-        q = re.search(rf"(?<![\w.])({names})\.([A-Za-z_]\w*)\b", text, re.IGNORECASE)
-        if q:
-            return f"SELECT * FROM {q.group(1)}.{q.group(2)}"
-        return None
+    #: the SQL an obedient model would emit for an instruction in a text (guard/hostile_obey.py)
+    obey = staticmethod(obey)
 
     def _project_topics(self, ctx: HostileContext) -> tuple[list[tuple[str, str]], str]:
         rel = ctx.default_sensitive()

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
+from sqleval_pipeline.errors import SqlevalError
 
 CASE_MODIFIERS = ("upper", "lower", "title")
 RENDER_MODIFIERS = ("quoted", "raw", "str")
@@ -109,7 +110,7 @@ def absent_parts(mods: Sequence[str]) -> tuple[str, list[str]]:
     return (mods[0], list(mods[1:])) if mods else (DEFAULT_ABSENT_STEM, [])
 
 
-class _Unfillable(Exception):
+class _Unfillable(SqlevalError):
     """A placeholder has no value in this project: the case is skipped with this reason."""
 
 

@@ -77,12 +77,14 @@ from typing import Any
 
 from sqleval_pipeline.data import resource
 from sqleval_pipeline.guard.executor import NON_PROMPT_LAYERS
+from sqleval_pipeline.guard.hostile_obey import obey
 from sqleval_pipeline.guard.hostile_refs import referenced_tables  # noqa: F401 (re-exported)
 from sqleval_pipeline.guard.hostile_render import (  # noqa: F401 (re-exported)
     _TOKEN, ABSENT, CASE_MODIFIERS, DEFAULT_ABSENT_STEM, RENDER_MODIFIERS, _Binding, _ident, _render, _Unfillable,
     absent_parts, sql_name,
 )
 from sqleval_pipeline.textfiles import BadJsonLine, json_lines
+from sqleval_pipeline.errors import SqlevalError
 
 HOSTILE_DIR = resource("hostile")
 DEFAULT_CASE_FILES: tuple[Path, ...] = (HOSTILE_DIR / "sql.jsonl", HOSTILE_DIR / "questions.jsonl",
@@ -112,7 +114,7 @@ _NUMERIC = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMAL
                       r"UHUGEINT|FLOAT|DOUBLE|REAL|DECIMAL|NUMERIC)\b", re.IGNORECASE)
 
 
-class HostileCaseError(ValueError):
+class HostileCaseError(SqlevalError, ValueError):
     """A hostile case file is malformed; the message names the file and line."""
 
 
@@ -520,9 +522,7 @@ def _fixed_tables(t: HostileTemplate, traced: str, sentinels: dict[str, tuple[st
     """
     sql = traced
     if t.sql is None:
-        from sqleval_pipeline.guard.hostile import AdversarialDouble
-
-        sql = AdversarialDouble.obey(traced) or ""
+        sql = obey(traced) or ""
     if not sql:
         return (), None
 

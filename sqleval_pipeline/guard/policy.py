@@ -37,6 +37,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sqleval_pipeline.data import resource
+from sqleval_pipeline.errors import SqlevalError
 
 #: The policy a project without a policy file of its own is guarded by (package data).
 DEFAULT_POLICY_PATH = resource("guard_policy.yaml")
@@ -74,7 +75,7 @@ BASELINE_DENIED_PATTERNS: tuple[str, ...] = (
 )
 
 
-class PolicyError(ValueError):
+class PolicyError(SqlevalError, ValueError):
     """The policy file or an override is invalid; the message names the key."""
 
 

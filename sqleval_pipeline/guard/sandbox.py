@@ -52,6 +52,7 @@ from typing import Any
 from sqleval_pipeline.guard.cap import CapExceeded
 from sqleval_pipeline.guard.lru import LRU, text_key
 from sqleval_pipeline.guard.policy import GuardPolicy
+from sqleval_pipeline.errors import SqlevalError
 
 LAYER = "sandbox"
 log = logging.getLogger("sqleval_pipeline.guard")
@@ -95,7 +96,7 @@ def process_memory(pid: int | None) -> tuple[int | None, int | None]:
     return rss, vm
 
 
-class SandboxError(RuntimeError):
+class SandboxError(SqlevalError, RuntimeError):
     """The worker pool cannot be started (e.g. the serving file cannot be opened)."""
 
 

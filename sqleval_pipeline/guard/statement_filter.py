@@ -85,6 +85,7 @@ from sqleval_pipeline.guard.clock import CLOCK_FUNCTIONS, residual_clock_calls
 from sqleval_pipeline.guard.lru import LRU, deep_size, text_key
 from sqleval_pipeline.guard.policy import GuardPolicy
 from sqleval_pipeline.guard.series import UNSIZEABLE, series_length
+from sqleval_pipeline.errors import SqlevalError
 
 LAYER = "filter"
 
@@ -160,7 +161,7 @@ class FilterVerdict:
     clock_tokens: bool = True
 
 
-class Refusal(Exception):
+class Refusal(SqlevalError):
     """Raised inside the filter to stop at the first refusal."""
 
     def __init__(self, reason: str, message: str):

@@ -58,6 +58,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sqleval_pipeline.records import FAILURE_CATEGORIES, AttemptKey, Diagnosis, FailureCategory
 from sqleval_pipeline.textfiles import BadJsonLine, json_lines
+from sqleval_pipeline.errors import SqlevalError
 
 __all__ = [
     "MIN_CALIBRATION_N", "HumanLabel", "LabelError", "LabelRef",
@@ -107,7 +108,7 @@ class HumanLabel(BaseModel):
         return (self.config_name, self.case_id, self.run_index)
 
 
-class LabelError(ValueError):
+class LabelError(SqlevalError, ValueError):
     """Label files are invalid; ``problems`` lists each as ``file:line:field: message``."""
 
     def __init__(self, problems: Sequence[str]):

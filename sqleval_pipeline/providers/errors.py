@@ -36,6 +36,8 @@ import email.utils
 import json
 from collections.abc import Mapping
 
+from sqleval_pipeline.errors import SqlevalError
+
 __all__ = [
     "ERROR_CODES", "MAX_RAW_CHARS", "ProviderError", "body_text", "map_http_status",
     "parse_retry_after", "short_message", "timeout_error", "truncate_raw", "unreachable_error",
@@ -51,7 +53,7 @@ ERROR_CODES = (
 MAX_RAW_CHARS = 200_000
 
 
-class ProviderError(Exception):
+class ProviderError(SqlevalError):
     """No answer could be obtained; ``code`` is a readable reason code.
 
     Codes: ``rate_limited``, ``server_error``, ``provider_timeout``, ``unreachable``,

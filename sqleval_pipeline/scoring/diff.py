@@ -41,11 +41,12 @@ from sqleval_pipeline.scoring.scorecard import (
     power_analysis,
 )
 from sqleval_pipeline.textfiles import write_atomically
+from sqleval_pipeline.errors import SqlevalError
 
 DIFF_SCHEMA = "sqleval.diff/1"
 
 
-class IncomparableScorecards(ValueError):
+class IncomparableScorecards(SqlevalError, ValueError):
     """The two scorecards measure different things (grader or snapshot) and were not re-based."""
 
 

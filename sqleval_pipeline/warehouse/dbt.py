@@ -28,11 +28,12 @@ from typing import Any
 import yaml
 
 from sqleval_pipeline.project import Project, ProjectError
+from sqleval_pipeline.errors import SqlevalError
 
 DBT_ENV = {"DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1"}
 
 
-class DbtError(RuntimeError):
+class DbtError(SqlevalError, RuntimeError):
     """A dbt step failed; the message carries dbt's own output and what to do."""
 
 

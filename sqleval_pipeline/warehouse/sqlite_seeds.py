@@ -74,6 +74,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from sqleval_pipeline.errors import SqlevalError
 
 #: the first line of every file this module writes (a file without it is never overwritten)
 MARKER = "# written by sqleval_pipeline.warehouse.sqlite_seeds"
@@ -82,7 +83,7 @@ SEEDS_YML = "_seeds.yml"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class SeedConversionError(ValueError):
+class SeedConversionError(SqlevalError, ValueError):
     """The SQLite data cannot be written as dbt seeds faithfully; the message says where and
     what to do."""
 

@@ -62,7 +62,7 @@ def test_changing_retrieval_k_changes_the_version_but_not_concurrency(root):
 
 
 def test_the_glossary_content_is_part_of_a_curated_version(tmp_path):
-    from sqleval_pipeline.glossary import glossary_digest
+    from sqleval_pipeline.semantic import glossary_digest
     from sqleval_pipeline.project import load_project
 
     g = tmp_path / "glossary.yml"

@@ -18,7 +18,7 @@ from sqleval_pipeline.demo import location
 from sqleval_pipeline import project as proj
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.generation.context import load_catalog
-from sqleval_pipeline.glossary import project_glossary
+from sqleval_pipeline.semantic import project_glossary
 from sqleval_pipeline.golden import describe, dedup, propose, vocabulary
 from sqleval_pipeline.golden.dedup import normalise_sql, similar_questions
 from sqleval_pipeline.golden.freeze import freeze_cases

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sqleval_pipeline import comparisons as cmp
 from sqleval_pipeline import evaluation as ev
 from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
@@ -116,7 +117,7 @@ def evaluated(serving_snapshot, tmp_path_factory) -> Evaluated:
     for label, file, ids in (("raw", "baseline_raw.yaml", None), ("curated", "baseline_curated.yaml", None),
                              ("recorded", "recorded.yaml", [hostile, guarded, plain])):
         loaded = load_config(root / "configs" / file, project=project)
-        ev.evaluate(env, loaded, case_ids=ids)
+        cmp.evaluate(env, loaded, case_ids=ids)
         keys[label] = loaded.partition_key
     calibration = ev.calibration_report(env)
     assert calibration is not None, "the demo's labels should calibrate the rules judge"

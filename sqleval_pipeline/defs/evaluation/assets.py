@@ -11,6 +11,7 @@ import warnings
 
 import dagster as dg
 
+from sqleval_pipeline import comparisons
 from sqleval_pipeline import evaluation as ev
 from sqleval_pipeline import progress
 from sqleval_pipeline.defs.evaluation import metadata as md
@@ -168,8 +169,8 @@ def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
 
     env, loaded, batch = _stage(context, sqleval, "eval_scorecard")
     card = load_scorecard(env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json"))
-    report = ev.stage_gate(env, loaded, batch, card)
-    diff, _gate = ev.baseline_diff_gate(env, batch)
+    report = comparisons.stage_gate(env, loaded, batch, card)
+    diff, _gate = comparisons.baseline_diff_gate(env, batch)
     folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
     summary = gate_report_markdown(report)
     meta = {**_where(env, batch, "comparisons.json"), "gate": dg.MetadataValue.md(summary),

@@ -6,7 +6,7 @@ checksum before and after the suite (docs/report.md).
 hostile suite's last report (``<build>/reports/guardrails.json``, written by the
 ``guardrail_suite`` asset and ``sqleval guardrails run --json``); nothing is run again except
 opening the serving file read-only, locked down exactly as the guard opens it, to read its
-settings back. :func:`write_evidence` renders the pack as one self-contained HTML file; the
+settings back. :func:`~sqleval_pipeline.reporting.html.page.write_evidence` renders the pack as one self-contained HTML file; the
 main report (:mod:`sqleval_pipeline.reporting.html.page`) shows the same data in its
 guardrails section.
 """
@@ -229,12 +229,3 @@ def collect_evidence(env: Environment, now: dt.datetime | None = None) -> Eviden
         denied_names=sorted(policy.denied_function_names),
         denied_patterns=list(policy.denied_function_patterns), limits=limits, sandbox=sandbox,
         settings=settings, settings_error=error, guardrails=guard, notes=notes)
-
-
-def write_evidence(env: Environment, out_path: Path) -> Path:
-    """The evidence pack as one self-contained HTML file at ``out_path``."""
-    from sqleval_pipeline.reporting.html.page import render_evidence
-    from sqleval_pipeline.store import atomic_write_text
-
-    atomic_write_text(Path(out_path), render_evidence(collect_evidence(env)))
-    return Path(out_path)

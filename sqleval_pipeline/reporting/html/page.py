@@ -26,6 +26,7 @@ import hashlib
 import json
 from functools import cache
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -33,10 +34,11 @@ from markupsafe import Markup
 
 from sqleval_pipeline.reporting.html import plots
 from sqleval_pipeline.reporting.html.collect import Evaluation, ReportData
-from sqleval_pipeline.reporting.html.evidence import LAYERS, Evidence
+from sqleval_pipeline.reporting.html.evidence import LAYERS, Evidence, collect_evidence
 from sqleval_pipeline.scoring.scorecard import (
     MAX_SLICE_VALUES, METHOD_TAGS, SliceMetrics, method_legend, ranked,
 )
+from sqleval_pipeline.environment import Environment
 from sqleval_pipeline.scoring.stats import MIN_CLUSTERS
 from sqleval_pipeline.textfiles import visible
 
@@ -272,3 +274,11 @@ def render_report(data: ReportData) -> str:
 def render_evidence(ev: Evidence) -> str:
     fig = guard_figure(ev) if ev.guardrails is not None and ev.guardrails.categories else None
     return _render("evidence.html.j2", ev=ev, guard_fig=fig, payload=script_json([]))
+
+
+def write_evidence(env: Environment, out_path: Path) -> Path:
+    """The evidence pack as one self-contained HTML file at ``out_path``."""
+    from sqleval_pipeline.store import atomic_write_text
+
+    atomic_write_text(Path(out_path), render_evidence(collect_evidence(env)))
+    return Path(out_path)

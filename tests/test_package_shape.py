@@ -1,0 +1,136 @@
+"""The package's shape (issue 23): no import cycle, one error root.
+
+* **No import cycle.** Every ``import`` of a package module by another — at module level *and*
+  inside functions (a function-level import hides a cycle, it does not remove one) — is an
+  edge; the graph must have no strongly connected component of more than one module. Read
+  from the source with :mod:`ast`, so nothing is imported.
+* **One error root.** Every exception class defined in the package derives from
+  :class:`sqleval_pipeline.errors.SqlevalError` (the command line catches the root only).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pkgutil
+from pathlib import Path
+
+import sqleval_pipeline
+from sqleval_pipeline.errors import SqlevalError
+
+PACKAGE = Path(sqleval_pipeline.__file__).parent
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = ("sqleval_pipeline", *path.relative_to(PACKAGE).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _targets(module: str, path: Path, node: ast.AST, modules: dict[str, Path]) -> list[str]:
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+            package = package[: len(package) - (node.level - 1)]
+            base = ".".join(package + ([base] if base else []))
+        names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+    out = []
+    for name in names:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        # a module importing its own package's __init__ (or a package its child) is not an edge
+        if name and name != module and not module.startswith(name + ".") and not name.startswith(module + "."):
+            out.append(name)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                graph[module].update(_targets(module, path, node, modules))
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one node (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_graph_sees_function_level_imports():
+    graph = import_graph()
+    # cli/evaluate.py imports comparisons inside a function only
+    assert "sqleval_pipeline.comparisons" in graph["sqleval_pipeline.cli.evaluate"]
+    assert "sqleval_pipeline.errors" in graph["sqleval_pipeline.snapshot"]
+
+
+def test_no_import_cycle():
+    found = cycles(import_graph())
+    assert found == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_every_exception_class_derives_from_the_root():
+    outside = []
+    for info in pkgutil.walk_packages(sqleval_pipeline.__path__, "sqleval_pipeline."):
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if (inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == module.__name__
+                    and not issubclass(obj, SqlevalError)):
+                outside.append(f"{info.name}.{name}")
+    assert outside == [], f"exception classes outside SqlevalError: {outside}"
