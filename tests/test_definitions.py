@@ -173,12 +173,14 @@ def test_a_domain_folder_loads_itself(tmp_path, monkeypatch):
         found = domains(package)
         assert [m.__name__ for m in found] == ["extra_defs.alpha", "extra_defs.beta"]
         merged = dg.Definitions.merge(*(domain_definitions(d, {"name": "made_for_ctx"}) for d in found))
-        keys = {k.to_user_string() for k in merged.resolve_asset_graph().get_all_asset_keys()}
-        assert keys == {"first", "made_for_ctx"}
-        with dg.instance_for_test():  # resolving a job reads the live instance's state
+        # resolving definitions reads the current instance's state storage: a test instance of
+        # its own, so what an earlier test left in Dagster's context cannot leak in
+        with dg.instance_for_test():
+            keys = {k.to_user_string() for k in merged.resolve_asset_graph().get_all_asset_keys()}
+            assert keys == {"first", "made_for_ctx"}
             assert merged.resolve_job_def("alpha_job") is not None
-        assert [s.name for s in merged.schedules] == ["alpha_nightly"]
-        assert [k.name for k in merged.resolve_asset_graph().asset_check_keys] == ["first_ok"]
+            assert [s.name for s in merged.schedules] == ["alpha_nightly"]
+            assert [k.name for k in merged.resolve_asset_graph().asset_check_keys] == ["first_ok"]
     finally:
         for name in [n for n in sys.modules if n.startswith("extra_defs")]:
             del sys.modules[name]
