@@ -17,7 +17,6 @@ mean anything (asserted).
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 
 import duckdb
 import pytest
@@ -183,7 +182,3 @@ def test_value_function_table_matches_duckdb():
     # and a name outside the table is an ordinary (missing) column
     with pytest.raises(duckdb.BinderException):
         con.execute('SELECT "current_datetime_x"').fetchall()
-
-
-def test_spelling_position_grid_is_large():
-    assert len(list(itertools.product(SPELLINGS, POSITIONS))) >= 400
