@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from sqleval_pipeline.textfiles import parse_yaml
-from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.errors import InputError, SqlevalError
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ class Configuration(_Strict):
     @classmethod
     def _runs(cls, v: int, info: ValidationInfo) -> int:
         if v < MIN_RUNS and not info.data.get("allow_fewer_runs"):
-            raise ValueError(
+            raise InputError(
                 f"{v} is below the floor of {MIN_RUNS} (one run has no error bar, spread or "
                 "flip rate); set allow_fewer_runs: true to override deliberately"
             )
@@ -164,7 +164,7 @@ class Configuration(_Strict):
         try:
             return resolve_dialect(v)
         except TranspileError as exc:
-            raise ValueError(str(exc)) from None
+            raise InputError(str(exc)) from None
 
     @model_validator(mode="after")
     def _check(self) -> Configuration:
@@ -173,7 +173,7 @@ class Configuration(_Strict):
                         "flip rate", self.name, self.runs)
         model = getattr(self.generator, "model", None)
         if self.judge == "llm" and self.judge_model and model and self.judge_model == model:
-            raise ValueError("judge_model must differ from the model that generates the SQL")
+            raise InputError("judge_model must differ from the model that generates the SQL")
         return self
 
     # --- files the configuration depends on ---------------------------------------------

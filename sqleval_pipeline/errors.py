@@ -17,4 +17,9 @@ class SqlevalError(Exception):
     """An error sqleval raises on purpose; its message says what is wrong and what to do."""
 
 
-__all__ = ["SqlevalError"]
+class InputError(SqlevalError, ValueError):
+    """Bad input — a file, a line, a field or an option — with what to do about it. Still a
+    ``ValueError`` (inside a pydantic validator it becomes part of a ValidationError)."""
+
+
+__all__ = ["InputError", "SqlevalError"]

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sqleval_pipeline import paths
 from sqleval_pipeline.demo.location import checkout_project
 from sqleval_pipeline.textfiles import parse_yaml
-from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.errors import InputError, SqlevalError
 
 PROJECT_FILE = "sqleval.yaml"
 ENV_VAR = "SQLEVAL_PROJECT"
@@ -73,7 +73,7 @@ class ServeSettings(_Strict):
     @classmethod
     def _schema(cls, v: str) -> str:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
-            raise ValueError("a schema name is letters, digits and '_'")
+            raise InputError("a schema name is letters, digits and '_'")
         return v.lower()
 
 
@@ -88,7 +88,7 @@ class RawDataStep(_Strict):
     @model_validator(mode="after")
     def _one(self) -> RawDataStep:
         if (self.python is None) == (self.command is None):
-            raise ValueError("give exactly one of 'python' or 'command'")
+            raise InputError("give exactly one of 'python' or 'command'")
         return self
 
 
@@ -101,9 +101,9 @@ class Taxonomy(_Strict):
     @classmethod
     def _non_empty(cls, v: list[str]) -> list[str]:
         if not v:
-            raise ValueError("declare at least one difficulty")
+            raise InputError("declare at least one difficulty")
         if len(set(v)) != len(v):
-            raise ValueError("difficulties are listed twice")
+            raise InputError("difficulties are listed twice")
         return v
 
 

@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 from sqleval_pipeline.processes import process_alive
 from sqleval_pipeline.textfiles import ENCODING_ERRORS
-from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.errors import InputError, SqlevalError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -134,7 +134,7 @@ class RecordWriter:
             tmp = self._tmpdir / f"out{self.path.suffix}"
             if self.path.suffix == ".parquet":
                 if not self.count:
-                    raise ValueError("cannot write an empty Parquet file: write .jsonl instead")
+                    raise InputError("cannot write an empty Parquet file: write .jsonl instead")
                 self._copy_parquet(tmp)
             else:
                 self._staging.replace(tmp)
@@ -196,7 +196,7 @@ def save_records(path: str | os.PathLike[str], records: Sequence[BaseModel]) -> 
     """
     path = Path(path)
     if path.suffix == ".parquet" and not records:
-        raise ValueError("cannot write an empty Parquet file (no schema): write .jsonl instead")
+        raise InputError("cannot write an empty Parquet file (no schema): write .jsonl instead")
     model = type(records[0]) if records else BaseModel
     with RecordWriter(path, model) as w:
         w.write_all(records)

@@ -137,3 +137,12 @@ def test_an_outage_is_inconclusive_exit_3_and_running_again_asks_only_its_errors
     infos = [json.loads(b.read_text()) for b in batches]
     retry = next(i for i in infos if i.get("retries_errors_of"))
     assert retry["notes"]["retried_errors"]["count"] == 6 and retry["counts"].get("error", 0) == 0
+
+
+def test_diff_of_a_damaged_scorecard_names_the_file(tmp_path):
+    bad = tmp_path / "bad_card.json"
+    bad.write_text('{"schema_version": "sqleval.scorecard/1", "overall":', encoding="utf-8")
+    result = runner.invoke(app, ["diff", str(bad), str(bad)])
+    assert result.exit_code == 2, result.output
+    assert "bad_card.json" in result.output and "error" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

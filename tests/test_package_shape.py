@@ -134,3 +134,24 @@ def test_every_exception_class_derives_from_the_root():
                     and not issubclass(obj, SqlevalError)):
                 outside.append(f"{info.name}.{name}")
     assert outside == [], f"exception classes outside SqlevalError: {outside}"
+
+
+def test_a_damaged_scorecard_is_an_input_error_naming_the_file(tmp_path):
+    """The command line catches the root only: a damaged input must arrive as a SqlevalError
+    (naming the file), not as the ValueError a JSON or pydantic failure raises."""
+    import pytest
+
+    from sqleval_pipeline.errors import InputError
+    from sqleval_pipeline.scoring.scorecard import Scorecard
+
+    cases = {"truncated.json": '{"schema_version": "sqleval.scorecard/1", "overall":',
+             "foreign.json": '{"schema_version": "other/9"}',
+             "a_list.json": "[1, 2]",
+             "wrong_fields.json": '{"schema_version": "sqleval.scorecard/1", "overall": 3}'}
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(InputError, match=name):
+            Scorecard.load(path)
+    with pytest.raises(InputError, match="missing.json"):
+        Scorecard.load(tmp_path / "missing.json")

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
+from sqleval_pipeline.errors import SqlevalError
 from sqleval_pipeline.cli.common import console, err, fail, load_golden_or_fail, pinned, project
 from sqleval_pipeline.textfiles import write_atomically
 
@@ -256,14 +257,10 @@ def golden_import(
 
     try:
         batch = read_questions(path, fmt, dialect, schema=schema_from_manifest(manifest))
-    except ValueError as exc:
+    except SqlevalError as exc:
         fail(str(exc))
     target = file or proj.default_golden_file()
     target.parent.mkdir(parents=True, exist_ok=True)
-    from sqleval_pipeline.golden.importing import ImportAborted
-    from sqleval_pipeline.golden.loader import GoldenError
-    from sqleval_pipeline.snapshot import SnapshotError
-
     try:
         report = import_rows(batch, golden_file=target, serving=serving, snapshot_id=pinned_id,
                              as_of=manifest.as_of, policy=project_policy(proj, manifest),
@@ -271,7 +268,7 @@ def golden_import(
                              default_cluster=cluster or proj.spec.taxonomy.default_cluster,
                              default_split=split, id_prefix=id_prefix, reviewer=reviewer,
                              author=author, unservable=_unservable(proj))
-    except (GoldenError, ImportAborted, SnapshotError, ValueError) as exc:
+    except SqlevalError as exc:  # GoldenError, ImportAborted, SnapshotError, InputError ...
         fail(f"{exc}\n(nothing was written to {target})")
     t = Table(title=f"import of {path.name} ({batch.format}) into {target}")
     for col in ("line", "case", "result"):
@@ -357,7 +354,7 @@ def golden_propose(
         rejected = rejected_records(proj.golden_dir) if proj.golden_dir.exists() else []
         if not in_set:
             rejected += read_rejected(rejected_path(target))
-    except ValueError as exc:
+    except SqlevalError as exc:
         fail(str(exc))
     writer, proposer = _question_writer(config, proj)
     from sqleval_pipeline.generation.context import load_catalog

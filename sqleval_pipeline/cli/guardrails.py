@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from sqleval_pipeline.errors import SqlevalError
 from sqleval_pipeline.textfiles import write_atomically
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -86,7 +87,7 @@ def run(
     """Run the hostile suite; exit non-zero if anything got through or the snapshot changed."""
     from sqleval_pipeline.foundation import hostile_suite
     from sqleval_pipeline.guard.executor import GuardedExecutor, GuardSetupError
-    from sqleval_pipeline.guard.hostile import HostileCaseError, run_suite
+    from sqleval_pipeline.guard.hostile import run_suite
     from sqleval_pipeline.guard.policy import PolicyError, project_policy
     from sqleval_pipeline.guard.sandbox import SandboxError
 
@@ -99,7 +100,7 @@ def run(
                           highlight=False)
         for note in notes:
             console.print(f"note: {escape(note)}", highlight=False)
-    except (HostileCaseError, ValueError) as exc:
+    except SqlevalError as exc:  # HostileCaseError, InputError ...
         _fail(str(exc))
     try:
         executor = GuardedExecutor(path, as_of=manifest.as_of, log_path=log,

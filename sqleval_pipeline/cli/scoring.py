@@ -15,7 +15,8 @@ from rich.console import Console
 
 from sqleval_pipeline.records import Diagnosis, Grade, load_records
 from sqleval_pipeline.scoring import stats
-from sqleval_pipeline.scoring.diff import IncomparableScorecards, diff
+from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.scoring.diff import diff
 from sqleval_pipeline.scoring.gate import gate, load_decisions
 from sqleval_pipeline.reporting.scorecard import (
     diff_markdown,
@@ -55,7 +56,7 @@ def scorecard_cmd(
         ds = load_records(diagnoses, Diagnosis) if diagnoses else []
         sc = build_scorecard(gs, ds, config_version=config_version, tuned=tuned, label=label,
                              seed=seed, resamples=resamples)
-    except ValueError as e:
+    except SqlevalError as e:
         _fail(str(e))
         return
     render_scorecard(sc, console)
@@ -79,7 +80,7 @@ def diff_cmd(
     """Paired diff of two scorecard JSON files."""
     try:
         d = diff(Scorecard.load(baseline), Scorecard.load(candidate), rebase=rebase, seed=seed, resamples=resamples)
-    except (IncomparableScorecards, ValueError) as e:
+    except SqlevalError as e:  # IncomparableScorecards, InputError (a damaged file) ...
         _fail(str(e))
         return
     render_diff(d, console)
@@ -109,7 +110,7 @@ def gate_cmd(
     try:
         result = gate(Scorecard.load(baseline), Scorecard.load(candidate), load_decisions(decisions),
                       fail_on_case_regression=fail_on_case_regression, rebase=rebase)
-    except (IncomparableScorecards, ValueError) as e:
+    except SqlevalError as e:  # IncomparableScorecards, InputError (a damaged file) ...
         _fail(str(e))
         return
     render_gate(result, console)

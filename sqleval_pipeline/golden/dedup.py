@@ -27,6 +27,7 @@ from sqlglot import exp
 
 from sqleval_pipeline.generation.context import tokens
 from sqleval_pipeline.textfiles import write_atomically
+from sqleval_pipeline.errors import InputError
 
 #: questions sharing at least this share of their words (and the same values) are duplicates
 QUESTION_SIMILARITY = 0.8
@@ -223,9 +224,9 @@ def read_rejected(path: Path) -> list[dict]:
         try:
             rec = json.loads(line)
         except ValueError as exc:
-            raise ValueError(f"{path}:{n}: not valid JSON ({exc})") from None
+            raise InputError(f"{path}:{n}: not valid JSON ({exc})") from None
         if not isinstance(rec, dict) or not isinstance(rec.get("case"), dict):
-            raise ValueError(f"{path}:{n}: a rejection is {{\"rejected\": …, \"case\": …}}")
+            raise InputError(f"{path}:{n}: a rejection is {{\"rejected\": …, \"case\": …}}")
         out.append(rec)
     return out
 

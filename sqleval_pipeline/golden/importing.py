@@ -38,7 +38,7 @@ from sqleval_pipeline.guard.policy import GuardPolicy
 from sqleval_pipeline.guard.statement_filter import FilterVerdict, StatementFilter
 from sqleval_pipeline.snapshot import open_readonly
 from sqleval_pipeline.textfiles import write_atomically
-from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.errors import InputError, SqlevalError
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,63}$")
 _PREFIX_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,40}$")
@@ -147,14 +147,14 @@ def import_rows(
     golden_file = Path(golden_file)
     difficulties = tuple(difficulties)
     if default_difficulty not in difficulties:
-        raise ValueError(f"default difficulty {default_difficulty!r} is not in the taxonomy "
+        raise InputError(f"default difficulty {default_difficulty!r} is not in the taxonomy "
                          f"{list(difficulties)}")
     if default_split not in SPLITS:
-        raise ValueError(f"default split {default_split!r} is not one of {list(SPLITS)}")
+        raise InputError(f"default split {default_split!r} is not one of {list(SPLITS)}")
     if not default_cluster or not default_cluster.strip():
-        raise ValueError("default cluster is empty")
+        raise InputError("default cluster is empty")
     if id_prefix is not None and not _PREFIX_RE.match(id_prefix):
-        raise ValueError(f"id prefix {id_prefix!r}: use lower-case letters, digits, '_', '.', '-'")
+        raise InputError(f"id prefix {id_prefix!r}: use lower-case letters, digits, '_', '.', '-'")
 
     before = golden_file.read_bytes() if golden_file.exists() else None
     existing = load_golden(golden_file).cases if before is not None else []

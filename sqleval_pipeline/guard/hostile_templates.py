@@ -84,7 +84,7 @@ from sqleval_pipeline.guard.hostile_render import (  # noqa: F401 (re-exported)
     absent_parts, sql_name,
 )
 from sqleval_pipeline.textfiles import BadJsonLine, json_lines
-from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.errors import InputError, SqlevalError
 
 HOSTILE_DIR = resource("hostile")
 DEFAULT_CASE_FILES: tuple[Path, ...] = (HOSTILE_DIR / "sql.jsonl", HOSTILE_DIR / "questions.jsonl",
@@ -181,7 +181,7 @@ class HostileContext:
         # the caller's priority order (a project's declared sensitive schemas first), deduplicated
         self.sensitive = list(dict.fromkeys(_relation(s) for s in self.sensitive))
         if self.table is not None and self.table.lower() not in self.served_names:
-            raise ValueError(f"table {self.table!r} is not a served table ({sorted(self.served)})")
+            raise InputError(f"table {self.table!r} is not a served table ({sorted(self.served)})")
 
     @classmethod
     def from_manifest(cls, manifest: Any, sensitive: Iterable[tuple[str, str] | str] = (), *,
@@ -232,7 +232,7 @@ def _relation(s: tuple[str, str] | Sequence[str] | str) -> tuple[str, str]:
     if isinstance(s, str):
         schema, dot, name = s.partition(".")
         if not dot or not schema or not name or "." in name:
-            raise ValueError(f"a sensitive relation is 'schema.name', got {s!r}")
+            raise InputError(f"a sensitive relation is 'schema.name', got {s!r}")
         return schema, name
     schema, name = s
     return str(schema), str(name)

@@ -37,7 +37,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sqleval_pipeline.data import resource
-from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.errors import InputError, SqlevalError
 
 #: The policy a project without a policy file of its own is guarded by (package data).
 DEFAULT_POLICY_PATH = resource("guard_policy.yaml")
@@ -116,7 +116,7 @@ class GuardPolicy(BaseModel):
     @classmethod
     def _lower(cls, v: Any) -> Any:
         if isinstance(v, str):
-            raise ValueError("expected a list of names, got a single string")
+            raise InputError("expected a list of names, got a single string")
         return frozenset(str(x).lower() for x in v)
 
     @field_validator("denied_function_names", mode="after")
@@ -129,7 +129,7 @@ class GuardPolicy(BaseModel):
     def _within_allowlist(cls, v: frozenset[str]) -> frozenset[str]:
         extra = v - ALLOWED_FUNCTIONS
         if extra:
-            raise ValueError(f"allowlist.functions names {sorted(extra)[:10]}, which are not on the "
+            raise InputError(f"allowlist.functions names {sorted(extra)[:10]}, which are not on the "
                              "reviewed function allowlist (guard/functions.yaml); a policy can only narrow it")
         return v
 
@@ -141,7 +141,7 @@ class GuardPolicy(BaseModel):
             try:
                 re.compile(p)
             except re.error as exc:
-                raise ValueError(f"denied function pattern {p!r} is not a regular expression: {exc}") from exc
+                raise InputError(f"denied function pattern {p!r} is not a regular expression: {exc}") from exc
         return out
 
     # ------------------------------------------------------------------ derived

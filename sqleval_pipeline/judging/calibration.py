@@ -58,7 +58,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sqleval_pipeline.records import FAILURE_CATEGORIES, AttemptKey, Diagnosis, FailureCategory
 from sqleval_pipeline.textfiles import BadJsonLine, json_lines
-from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.errors import InputError, SqlevalError
 
 __all__ = [
     "MIN_CALIBRATION_N", "HumanLabel", "LabelError", "LabelRef",
@@ -345,7 +345,7 @@ def _name_lookup(config_name_of: Callable[[str], str] | Mapping[str, str]) -> Ca
 
         def lookup(version: str) -> str:
             if version not in mapping:
-                raise ValueError(
+                raise InputError(
                     f"config_name_of has no configuration name for config version {version!r}; "
                     f"known versions: {', '.join(sorted(mapping)) or 'none'}"
                 )
@@ -379,7 +379,7 @@ def calibrate(diagnoses: Mapping[str, Sequence[Diagnosis]], labels: Sequence[Hum
             judge than its key, or a config version has no name.
     """
     if min_n < 1:
-        raise ValueError(f"min_n must be >= 1, got {min_n}")
+        raise InputError(f"min_n must be >= 1, got {min_n}")
     name_of = _name_lookup(config_name_of)
 
     # human consensus per attempt
@@ -388,7 +388,7 @@ def calibrate(diagnoses: Mapping[str, Sequence[Diagnosis]], labels: Sequence[Hum
     for label in labels:
         previous = by_key[label.key].get(label.labeler)
         if previous is not None and previous != label.category:
-            raise ValueError(f"{label.labeler} labelled attempt {_fmt_label_key(label.key)} "
+            raise InputError(f"{label.labeler} labelled attempt {_fmt_label_key(label.key)} "
                              f"both {previous} and {label.category}")
         by_key[label.key][label.labeler] = label.category
     human: dict[LabelKeyTuple, str] = {}
@@ -408,10 +408,10 @@ def calibrate(diagnoses: Mapping[str, Sequence[Diagnosis]], labels: Sequence[Hum
         table: dict[AttemptKeyTuple, Diagnosis] = {}
         for d in items:
             if d.judge != judge:
-                raise ValueError(f"diagnoses[{judge!r}] holds a diagnosis from judge {d.judge!r} "
+                raise InputError(f"diagnoses[{judge!r}] holds a diagnosis from judge {d.judge!r} "
                                  f"(attempt {d.key})")
             if d.key in table:
-                raise ValueError(f"judge {judge!r} has two diagnoses for attempt {d.key}")
+                raise InputError(f"judge {judge!r} has two diagnoses for attempt {d.key}")
             table[d.key] = d
             if d.config_version not in names:
                 names[d.config_version] = name_of(d.config_version)

@@ -41,7 +41,7 @@ from sqleval_pipeline.scoring.scorecard import (
     power_analysis,
 )
 from sqleval_pipeline.textfiles import write_atomically
-from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.errors import InputError, SqlevalError
 
 DIFF_SCHEMA = "sqleval.diff/1"
 
@@ -130,7 +130,7 @@ class Diff(BaseModel):
     def from_json(cls, text: str) -> Diff:
         data = json.loads(text)
         if data.get("schema_version") != DIFF_SCHEMA:
-            raise ValueError(f"unsupported diff schema {data.get('schema_version')!r} (expected {DIFF_SCHEMA})")
+            raise InputError(f"unsupported diff schema {data.get('schema_version')!r} (expected {DIFF_SCHEMA})")
         return cls.model_validate(data)
 
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -41,6 +41,7 @@ from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.scoring.diff import Diff, diff
 from sqleval_pipeline.scoring.scorecard import Scorecard
 from sqleval_pipeline.store import INCONCLUSIVE_ERROR_SHARE
+from sqleval_pipeline.errors import InputError
 
 GATE_SCHEMA = "sqleval.gate/1"
 DEFAULT_DECISIONS = Path("evals/decisions.yaml")
@@ -88,13 +89,13 @@ def load_decisions(path: str | os.PathLike[str] = DEFAULT_DECISIONS) -> list[Dec
     if data is None:
         return []
     if not isinstance(data, list):
-        raise ValueError(f"{p}: expected a YAML list of decisions, got {type(data).__name__}")
+        raise InputError(f"{p}: expected a YAML list of decisions, got {type(data).__name__}")
     out = []
     for i, entry in enumerate(data):
         try:
             out.append(Decision.model_validate(entry))
         except ValidationError as e:
-            raise ValueError(f"{p}: decision #{i + 1} is invalid (needs who, why, date, baseline, candidate): {e}") from e
+            raise InputError(f"{p}: decision #{i + 1} is invalid (needs who, why, date, baseline, candidate): {e}") from e
     return out
 
 

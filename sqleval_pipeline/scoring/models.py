@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.store import INCONCLUSIVE_ERROR_SHARE
 from sqleval_pipeline.textfiles import write_atomically
+from sqleval_pipeline.errors import InputError
 
 SCORECARD_SCHEMA = "sqleval.scorecard/1"
 POWER_DELTAS = (0.03, 0.05, 0.10)
@@ -313,8 +314,9 @@ class Scorecard(BaseModel):
     @classmethod
     def from_json(cls, text: str) -> Scorecard:
         data = json.loads(text)
-        if data.get("schema_version") != SCORECARD_SCHEMA:
-            raise ValueError(
+        if not isinstance(data, dict) or data.get("schema_version") != SCORECARD_SCHEMA:
+            data = data if isinstance(data, dict) else {}
+            raise InputError(
                 f"unsupported scorecard schema {data.get('schema_version')!r} (expected {SCORECARD_SCHEMA})"
             )
         return cls.model_validate(data)
@@ -326,7 +328,15 @@ class Scorecard(BaseModel):
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Scorecard:
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        """Read a scorecard file; an unreadable, damaged or foreign file is an
+        :class:`~sqleval_pipeline.errors.InputError` naming it."""
+        try:
+            return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: JSON and pydantic
+            raise InputError(f"{path}: not a readable scorecard ({str(exc).splitlines()[0][:300]}); "
+                             "rebuild it with `sqleval scorecard` or rerun the configuration") from None
 
 
 def method_legend(intervals: Iterable[Interval], headline: Interval | None = None) -> list[str]:

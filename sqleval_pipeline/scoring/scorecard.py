@@ -46,6 +46,7 @@ from pydantic import BaseModel
 from sqleval_pipeline.golden.model import BANDS, DIFFICULTIES, SPLITS
 from sqleval_pipeline.records import Diagnosis, Grade
 from sqleval_pipeline.scoring import stats
+from sqleval_pipeline.errors import InputError
 from sqleval_pipeline.scoring.models import (  # noqa: F401 (the scorecard's data, public here too)
     SCORECARD_SCHEMA,
     POWER_DELTAS,
@@ -193,7 +194,7 @@ def case_results(grades: Sequence[Grade], diagnoses: Sequence[Diagnosis] = ()) -
     seen: set[tuple[str, str, int]] = set()
     for g in grades:
         if g.key in seen:
-            raise ValueError(f"duplicate grade for attempt {g.key}")
+            raise InputError(f"duplicate grade for attempt {g.key}")
         seen.add(g.key)
         by_case[g.case_id].append(g)
     diag = _primary_diagnoses(diagnoses)
@@ -203,7 +204,7 @@ def case_results(grades: Sequence[Grade], diagnoses: Sequence[Diagnosis] = ()) -
         first = gs[0]
         for g in gs[1:]:
             if (g.band, g.difficulty, g.split, g.cluster) != (first.band, first.difficulty, first.split, first.cluster):
-                raise ValueError(f"case {cid!r}: grades disagree on band/difficulty/split/cluster")
+                raise InputError(f"case {cid!r}: grades disagree on band/difficulty/split/cluster")
         cats = [diag[g.key] for g in gs if g.key in diag and g.outcome in ("WRONG", "DEFERRED_WRONGLY")]
         out.append(CaseResult(
             case_id=cid, band=first.band, difficulty=first.difficulty, split=first.split,
@@ -284,24 +285,24 @@ def build_scorecard(
     versions = sorted({g.config_version for g in grades})
     if config_version is None:
         if len(versions) != 1:
-            raise ValueError(f"grades hold {len(versions)} configuration versions {versions}: pick one")
+            raise InputError(f"grades hold {len(versions)} configuration versions {versions}: pick one")
         config_version = versions[0]
     grades = [g for g in grades if g.config_version == config_version]
     if not grades:
-        raise ValueError(f"no grades for configuration version {config_version!r}")
+        raise InputError(f"no grades for configuration version {config_version!r}")
     gv = sorted({g.grader_version for g in grades})
     if len(gv) != 1:
-        raise ValueError(f"grades were made by several grader versions {gv}: re-grade them with one")
+        raise InputError(f"grades were made by several grader versions {gv}: re-grade them with one")
     snaps = sorted({g.snapshot_id for g in grades if g.snapshot_id})
     if len(snaps) > 1:
-        raise ValueError(f"grades span several snapshots {snaps}: a scorecard measures one snapshot")
+        raise InputError(f"grades span several snapshots {snaps}: a scorecard measures one snapshot")
     notes: list[str] = []
     diagnoses = [d for d in diagnoses if d.config_version == config_version]
     cases = case_results(grades, diagnoses)
     graded_cases = [c for c in cases if any(o is not None for o in c.outcomes)]
     runs = sorted({r for c in cases for r in c.runs})
     if min_clusters < 2:
-        raise ValueError(f"min_clusters must be at least 2 (a bootstrap over one cluster is degenerate), "
+        raise InputError(f"min_clusters must be at least 2 (a bootstrap over one cluster is degenerate), "
                          f"got {min_clusters}")
     kw = {"seed": seed, "resamples": resamples, "min_clusters": min_clusters}
 
@@ -435,7 +436,7 @@ def calibrated_refusal(a: Scorecard, b: Scorecard, *, strict: str | None = None)
     elif strict == b.config_version:
         strict_sc, perm_sc = b, a
     else:
-        raise ValueError(f"strict must be one of {a.config_version!r}, {b.config_version!r}")
+        raise InputError(f"strict must be one of {a.config_version!r}, {b.config_version!r}")
     declined = sorted(
         c.case_id for c in strict_sc.cases
         if c.band in ANSWERABLE_BANDS and c.graded and c.outcomes.count("DEFERRED_WRONGLY") * 2 > c.graded

@@ -37,6 +37,7 @@ from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
+from sqleval_pipeline.errors import InputError
 
 DEFAULT_SEED = 20240917
 DEFAULT_RESAMPLES = 2000
@@ -200,7 +201,7 @@ def wilson_interval(p: float, n: int, level: float = LEVEL) -> tuple[float, floa
     (0.8668, 1.0)
     """
     if n <= 0:
-        raise ValueError("a Wilson interval needs n >= 1")
+        raise InputError("a Wilson interval needs n >= 1")
     z = NormalDist().inv_cdf(1 - (1 - level) / 2)
     z2 = z * z
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
@@ -220,7 +221,7 @@ def exact_shift_bound(delta: float, n: int, level: float = LEVEL) -> tuple[float
     (-0.1372, 0.1372)
     """
     if n <= 0:
-        raise ValueError("an exact bound needs n >= 1")
+        raise InputError("an exact bound needs n >= 1")
     q = 1 - ((1 - level) / 2) ** (1 / n)
     return max(-1.0, delta - q * (1 + delta)), min(1.0, delta + q * (1 - delta))
 
@@ -246,7 +247,7 @@ def ratio_interval(
     """
     num_a, den_a = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     if len(num_a) != len(clusters) or len(den_a) != len(clusters):
-        raise ValueError("num, den and clusters need one entry per case")
+        raise InputError("num, den and clusters need one entry per case")
     live = den_a > 0
     n_cases = int(live.sum())
     n_clusters = len({c for c, ok in zip(clusters, live, strict=True) if ok})
@@ -288,7 +289,7 @@ def paired_delta_interval(
     zero-width result gets :func:`exact_shift_bound` (n = paired cases)."""
     nb, db, nc, dc = (np.asarray(x, dtype=float) for x in (num_base, den_base, num_cand, den_cand))
     if not (len(nb) == len(db) == len(nc) == len(dc) == len(clusters)):
-        raise ValueError("the four columns and clusters need one entry per paired case")
+        raise InputError("the four columns and clusters need one entry per paired case")
     if db.sum() <= 0 or dc.sum() <= 0:
         return Estimate(None, None, "none", "none: a rate over nothing on one side", 0, 0)
     live = (db + dc) > 0
@@ -405,7 +406,7 @@ def cases_needed(delta: float, discordance: float, *, alpha: float = 0.05, power
     that share of disagreeing cases).
     """
     if not 0 < delta < 1:
-        raise ValueError("delta must be in (0, 1)")
+        raise InputError("delta must be in (0, 1)")
     p_d = min(1.0, max(discordance, delta))
     from scipy.stats import norm
 
