@@ -96,8 +96,11 @@ def what_changed(base: RunInputs, cand: RunInputs) -> list[Change]:
     add("snapshot", base.snapshot_id, cand.snapshot_id)
     add("golden set", base.golden_hash, cand.golden_hash)
     add("grader version", base.grader_version, cand.grader_version)
-    for judge in sorted(base.judge_versions.keys() | cand.judge_versions.keys()):
-        add(f"judge {judge}", base.judge_versions.get(judge), cand.judge_versions.get(judge))
+    # a judge's version is known only from a batch's diagnoses: a batch with no failure to
+    # diagnose records none, and that is not a judge change (which judges run is a
+    # configuration field, compared below)
+    for judge in sorted(base.judge_versions.keys() & cand.judge_versions.keys()):
+        add(f"judge {judge}", base.judge_versions[judge], cand.judge_versions[judge])
     add("guard policy", base.policy_version, cand.policy_version)
     add("configuration name", base.config_name, cand.config_name)
     add("configuration version", base.config_version, cand.config_version)

@@ -66,10 +66,13 @@ def test_what_changed_names_every_differing_input_and_nothing_else():
                 input_digests={}, provider_models=["gpt-x-2026"])
     changes = {c.field: (c.baseline, c.candidate) for c in what_changed(a, b)}
     assert changes == {
-        "snapshot": ("s", "s2"), "judge llm": ("unrecorded", "j1"), "judge rules": ("rules-r2", "rules-r3"),
+        "snapshot": ("s", "s2"), "judge rules": ("rules-r2", "rules-r3"),
         "guard policy": ("p1", "p2"), "context.curation": ("True", "False"),
         "glossary (content)": ("aaa", "unrecorded"), "provider-reported model": ("unrecorded", '["gpt-x-2026"]'),
         "batch": ("b1", "b2")}
+    # a judge that diagnosed nothing in one batch (no failure there) is not a judge change
+    quiet = what_changed(_inputs(judge_versions={}), _inputs(judge_versions={"rules": "rules-r3"}))
+    assert [c.field for c in quiet] == []
     # data comes first, the batch last
     fields = [c.field for c in what_changed(a, b)]
     assert fields[0] == "snapshot" and fields[-1] == "batch"

@@ -112,6 +112,31 @@ def diagnosis_table(diagnoses, folder: Path) -> dict[str, dg.MetadataValue]:
     return {"diagnoses_table": _table(rows, columns)}
 
 
+def _pass_shares(grades) -> dict[str, float]:
+    """case id -> share of its graded runs (ERROR excluded) that passed."""
+    runs: dict[str, list[bool]] = defaultdict(list)
+    for g in grades:
+        if g.outcome is not None and str(g.outcome) != "ERROR":
+            runs[g.case_id].append(str(g.outcome) in PASSING)
+    return {cid: sum(v) / len(v) for cid, v in runs.items() if v}
+
+
+def by_severity(failing_ids, now: dict[str, float], before: dict[str, float]) -> list[str]:
+    """Newly failing cases, worst first: the share of runs failing now plus the share that
+    passed before (a case that passed in every run and now fails in every run scores 2 and
+    comes first); ties by case id. A case unknown to either batch counts 0 on that side.
+
+    ``now`` and ``before`` are pass shares per case (see :func:`_pass_shares`).
+
+    >>> by_severity({"a", "b", "c"}, now={"a": 1/3, "b": 0.0, "c": 0.0}, before={"a": 1.0, "b": 1/3, "c": 1.0})
+    ['c', 'a', 'b']
+    """
+    def score(cid: str) -> float:
+        return (1.0 - now.get(cid, 1.0)) + before.get(cid, 0.0)
+
+    return sorted(failing_ids, key=lambda cid: (-score(cid), cid))
+
+
 def gate_tables(report, env, folder: Path) -> dict[str, dg.MetadataValue]:
     """Newly failing / newly passing cases of every comparison, and the worst regressions."""
     from sqleval_pipeline.records import Diagnosis, Grade, load_records
@@ -149,8 +174,18 @@ def gate_tables(report, env, folder: Path) -> dict[str, dg.MetadataValue]:
                ("question", "string", ""), ("outcome", "string", "this batch, per run"),
                ("diagnosis", "string", "failure categories of this batch's runs"),
                ("mismatch", "string", "the grader's explanation")]
-    md = [f"## Worst regressions ({len(failing_ids)} newly failing case(s))"]
-    for cid in sorted(failing_ids)[:5]:
+    before: dict[str, float] = {}
+    for c in report.comparisons:  # the first comparison naming a case gives its "before"
+        path = env.store.batch_dir(c.baseline_partition, c.baseline_batch) / "grades.parquet" \
+            if c.baseline_partition and c.baseline_batch and c.newly_failing else None
+        if path is not None and path.exists():
+            wanted = set(c.newly_failing) - before.keys()
+            before.update({k: v for k, v in _pass_shares(
+                g for g in load_records(path, Grade) if g.case_id in wanted).items()})
+    worst = by_severity(failing_ids, _pass_shares(g for gs in grades.values() for g in gs), before)
+    md = [f"## Worst regressions ({len(failing_ids)} newly failing case(s), worst first: failing in "
+          "more runs now and passing in more runs before)"]
+    for cid in worst[:5]:
         case = cases.get(cid)
         md.append(f"### {cid}\n\n**Question**\n\n```text\n{_fence(case.question if case else '')}\n```\n\n"
                   f"**Reference SQL**\n\n```sql\n{_fence(case.reference_sql if case else '')}\n```")
