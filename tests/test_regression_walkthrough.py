@@ -7,7 +7,10 @@ newly failing cases (derived here from the stored grades, not from the code unde
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
+
 import pandas as pd
 import pytest
 import yaml
@@ -110,6 +113,20 @@ def test_an_in_place_edit_that_makes_things_worse_is_caught_and_traced(serving_s
         worst = min(expected, key=lambda c: (-((1 - now_share[c]) + before_share[c]), c))
         headings = [line[4:] for line in md.splitlines() if line.startswith("### ")]
         assert headings[0] == worst, (headings, worst)
+        # the gate leads with the failing comparison, and the diff shown is that comparison's
+        # (no baseline is declared here: the previous version is what failed)
+        lead = gate.metadata["gate"].value.splitlines()[2]
+        assert lead.startswith("**Failed against the previous version"), lead
+        assert gate.metadata["diff_against"].value == "previous_version"
+        # every newly failing case in full — reference, previous and current SQL — in a file
+        full = Path(gate.metadata["regressions_file"].value).read_text(encoding="utf-8")
+        for cid in expected:
+            assert f"### {cid}" in full
+        old_sql = pd.read_parquet(old_batch / "attempts.parquet")
+        first_old = old_sql[(old_sql["case_id"] == worst) & (old_sql["run_index"] == 0)]["sql"].iloc[0]
+        block = full.split(f"### {worst}")[1].split("\n### ")[0]
+        assert "**Reference SQL**" in block and "**Before**" in block and "**Now, run 0" in block
+        assert first_old.strip() in block
         # the check is evaluated for this partition, and failed
         runs = instance.get_runs(dg.RunsFilter(tags={"dagster/partition": after.partition_key}))
         evaluations = [e.dagster_event.event_specific_data

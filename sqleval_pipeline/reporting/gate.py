@@ -11,7 +11,7 @@ from sqleval_pipeline.comparisons import GateReport
 from sqleval_pipeline.reporting.scorecard import pct
 from sqleval_pipeline.textfiles import visible_text
 
-_STATUS = {"passed": "green", "waived": "yellow", "failed": "red", "skipped": "dim"}
+_STATUS = {"passed": "green", "waived": "yellow", "failed": "red", "inconclusive": "magenta", "skipped": "dim"}
 _LABEL = {"baseline": "declared baseline", "previous_version": "previous version",
           "previous_batch": "previous batch (drift)"}
 
@@ -22,11 +22,24 @@ def _verdict(report: GateReport) -> str:
             else "PASSED" if passed else "FAILED")
 
 
+def failing_first(report: GateReport) -> list:
+    """The comparisons, failed ones first (then inconclusive, waived, passed, skipped), each
+    group in the report's order: what a reader must see first leads."""
+    rank = {"failed": 0, "inconclusive": 1, "waived": 2, "passed": 3, "skipped": 4}
+    return sorted(report.comparisons, key=lambda c: rank.get(c.status, 5))
+
+
 @visible_text
 def gate_report_markdown(report: GateReport) -> str:
-    out = [f"## Regression gate: {_verdict(report)}", "",
-           "| comparison | against | status | accuracy | Δ points | newly failing | newly passing |",
-           "|---|---|---|---|---|---|---|"]
+    out = [f"## Regression gate: {_verdict(report)}", ""]
+    failed = [c for c in report.comparisons if c.status == "failed"]
+    if failed:
+        out += ["**Failed against " + "; ".join(
+            f"the {_LABEL[c.kind]} `{c.baseline_partition}`"
+            + (f" ({pct(c.delta, signed=True)} points, {len(c.newly_failing)} newly failing)"
+               if c.delta is not None else "") for c in failed) + "**", ""]
+    out += ["| comparison | against | status | accuracy | Δ points | newly failing | newly passing |",
+            "|---|---|---|---|---|---|---|"]
     for c in report.comparisons:
         against = f"`{c.baseline_partition}`" if c.baseline_partition else "–"
         if c.kind == "previous_batch" and c.baseline_batch:
@@ -36,7 +49,7 @@ def gate_report_markdown(report: GateReport) -> str:
         out.append(f"| {_LABEL[c.kind]} | {against} | {c.status} | {acc} | "
                    f"{pct(c.delta, signed=True) if c.delta is not None else '–'} | "
                    f"{len(c.newly_failing)} | {len(c.newly_passing)} |")
-    for c in report.comparisons:
+    for c in failing_first(report):
         if c.status == "skipped":
             out += ["", f"- {_LABEL[c.kind]}: skipped — {c.reason}"]
             continue
@@ -50,7 +63,7 @@ def render_gate_report(report: GateReport, console: Console | None = None) -> No
     t = Table(title=f"regression gate: {_verdict(report)}")
     for col in ("comparison", "against", "status", "accuracy", "Δ points", "newly failing"):
         t.add_column(col)
-    for c in report.comparisons:
+    for c in failing_first(report):
         style = _STATUS[c.status]
         acc = ("" if c.status == "skipped"
                else f"{pct(c.baseline_accuracy)} → {pct(c.candidate_accuracy)}")

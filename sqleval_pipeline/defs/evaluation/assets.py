@@ -182,8 +182,17 @@ def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
         meta["report"] = dg.MetadataValue.path(str(write_report(env, [batch.partition_key], out)))
     except Exception as exc:  # noqa: BLE001 - the gate stands without its page
         context.log.warning(f"HTML report not written: {exc}")
+    # the diff shown is the failing comparison's (the declared baseline's when none failed)
+    failing = next((c for c in report.comparisons if c.status == "failed"), None)
+    shown = "baseline"
+    if failing is not None and failing.kind != "baseline" and (folder / failing.kind / "diff.json").exists():
+        from sqleval_pipeline.scoring import Diff
+
+        diff = Diff.model_validate_json((folder / failing.kind / "diff.json").read_text(encoding="utf-8"))
+        shown = failing.kind
     if diff is not None:
         meta["diff"] = dg.MetadataValue.md(diff_markdown(diff))
+        meta["diff_against"] = shown
     yield dg.MaterializeResult(metadata=meta)
     passed = report.passed
     yield dg.AssetCheckResult(

@@ -15,6 +15,7 @@ import dagster as dg
 import duckdb
 
 from sqleval_pipeline.records import SUCCESS_OUTCOMES
+from sqleval_pipeline.textfiles import visible, write_atomically
 
 #: rows per table (Dagster keeps metadata in its event log; the full lists are in the batch)
 MAX_ROWS = 200
@@ -183,24 +184,48 @@ def gate_tables(report, env, folder: Path) -> dict[str, dg.MetadataValue]:
             before.update({k: v for k, v in _pass_shares(
                 g for g in load_records(path, Grade) if g.case_id in wanted).items()})
     worst = by_severity(failing_ids, _pass_shares(g for gs in grades.values() for g in gs), before)
-    md = [f"## Worst regressions ({len(failing_ids)} newly failing case(s), worst first: failing in "
-          "more runs now and passing in more runs before)"]
-    for cid in worst[:5]:
+    # the answers of the batch each newly failing case is compared with (the first comparison
+    # naming the case), so the UI shows reference, previous and current SQL side by side
+    previous: dict[tuple[str, int], str] = {}
+    previous_of: dict[str, str] = {}
+    for c in report.comparisons:
+        wanted = set(c.newly_failing) - previous_of.keys()
+        if wanted and c.baseline_partition and c.baseline_batch:
+            theirs = _answers(env.store.batch_dir(c.baseline_partition, c.baseline_batch) / "attempts.parquet",
+                              wanted)
+            previous.update(theirs)
+            previous_of.update({cid: f"{c.baseline_partition} batch {c.baseline_batch}" for cid in wanted})
+
+    def block(cid: str) -> str:
         case = cases.get(cid)
-        md.append(f"### {cid}\n\n**Question**\n\n```text\n{_fence(case.question if case else '')}\n```\n\n"
-                  f"**Reference SQL**\n\n```sql\n{_fence(case.reference_sql if case else '')}\n```")
+        parts = [f"### {cid}\n\n**Question**\n\n```text\n{_fence(case.question if case else '')}\n```\n\n"
+                 f"**Reference SQL**\n\n```sql\n{_fence(case.reference_sql if case else '')}\n```"]
+        before = sorted((run, sql) for (c, run), sql in previous.items() if c == cid)
+        if before:
+            parts.append(f"**Before** ({previous_of[cid]}), run {before[0][0]}\n\n```sql\n{_fence(before[0][1])}\n```")
         for g in sorted(grades.get(cid, []), key=lambda g: g.run_index):
             notes = [f"mismatch: {g.mismatch}"] if g.mismatch else []
             notes += [f"diagnosis ({d.judge}): {d.category} — {excerpt(d.explanation, 300)}"
                       for d in diags.get((cid, g.run_index), [])]
-            md.append(f"**Run {g.run_index}: {g.outcome}**\n\n```sql\n"
-                      f"{_fence(answers.get((cid, g.run_index), ''))}\n```"
-                      + (f"\n\n```text\n{_fence(chr(10).join(notes))}\n```" if notes else ""))
+            parts.append(f"**Now, run {g.run_index}: {g.outcome}**\n\n```sql\n"
+                         f"{_fence(answers.get((cid, g.run_index), ''))}\n```"
+                         + (f"\n\n```text\n{_fence(chr(10).join(notes))}\n```" if notes else ""))
+        return "\n\n".join(parts)
+
+    title = (f"({len(failing_ids)} newly failing case(s), worst first: failing in more runs now and "
+             "passing in more runs before)")
+    md = [f"## Worst regressions {title}"] + [block(cid) for cid in worst[:5]]
     if not failing_ids:
         md.append("No case that passed before fails now.")
+    extra = {}
+    if failing_ids:  # every newly failing case in full, in a file the UI links
+        path = folder / "regressions.md"
+        write_atomically(path, visible("\n\n".join([f"# Newly failing cases {title}"]
+                                                     + [block(cid) for cid in worst])) + "\n")
+        extra["regressions_file"] = dg.MetadataValue.path(str(path))
     return {"newly_failing": _table(newly_failing, columns),
             "newly_passing": _table(newly_passing, columns),
-            "worst_regressions": dg.MetadataValue.md("\n\n".join(md))}
+            "worst_regressions": dg.MetadataValue.md(visible("\n\n".join(md))), **extra}
 
 
 def _interval(ci) -> str:
