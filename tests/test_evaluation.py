@@ -145,6 +145,53 @@ def test_sensor_registers_only_active_versions_and_marks_superseded_ones(tmp_pat
 
 
 @pytest.mark.slow
+def test_sensor_follows_a_revert_and_removes_malformed_keys(tmp_path):
+    """A → B → A: the revert makes A current again (evaluated again, B superseded once, no
+    observation repeated for older versions); a key added by hand that names no version and
+    never ran is removed; a tick with nothing new does nothing (issue 24, item 5)."""
+    from sqleval_pipeline.configs import load_configs
+    from sqleval_pipeline.defs.evaluation.sensors import new_configuration_versions
+    from sqleval_pipeline.defs.resources import SqlevalHome
+    from sqleval_pipeline.project import current
+
+    p = current()
+    folder = _configs(tmp_path / "configs")
+    res = {"sqleval": SqlevalHome(project_file=str(p.file), root=str(p.home.root), configs_dir=str(folder))}
+
+    def key() -> str:
+        return {c.name: c for c in load_configs(folder, project=p, errors=[])}["alpha"].partition_key
+
+    a = key()
+    with dg.instance_for_test() as instance:
+        def tick(cursor):
+            return new_configuration_versions(dg.build_sensor_context(instance=instance, resources=res,
+                                                                      cursor=cursor))
+
+        first = tick(None)
+        assert [r.partition_key for r in first.run_requests] == [a]
+        instance.add_dynamic_partitions("config_versions", [a])
+        _configs(folder, edited=True)
+        b = key()
+        second = tick(first.cursor)
+        assert [r.partition_key for r in second.run_requests] == [b]
+        assert [(o.partition, o.metadata["superseded_by"].value) for o in second.asset_events] == [(a, b)]
+        instance.add_dynamic_partitions("config_versions", [b])
+        _configs(folder)  # the edit is undone: the file defines A again
+        assert key() == a
+        third = tick(second.cursor)
+        assert [r.partition_key for r in third.run_requests] == [a]
+        assert third.run_requests[0].tags["sqleval/trigger"] == "revert"
+        assert third.dynamic_partitions_requests == []  # A is registered already
+        assert [(o.partition, o.metadata["superseded_by"].value) for o in third.asset_events] == [(b, a)]
+        assert isinstance(tick(third.cursor), dg.SkipReason)  # nothing new: nothing re-emitted
+        instance.add_dynamic_partitions("config_versions", ["baseline-raw"])  # "Add partition" by hand
+        fourth = tick(third.cursor)
+        assert fourth.run_requests == [] and fourth.asset_events == []
+        (delete,) = fourth.dynamic_partitions_requests
+        assert list(delete.partition_keys) == ["baseline-raw"]
+
+
+@pytest.mark.slow
 def test_one_broken_configuration_does_not_stop_the_nightly_run(tmp_path):
     import datetime as dt
 

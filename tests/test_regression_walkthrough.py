@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
-
 import pandas as pd
 import pytest
 import yaml
