@@ -93,10 +93,22 @@ def test_a_chain_of_subscripts_is_parsed_in_linear_time(sf):
     ("SELECT " + "(" * (MAX_DEPTH + 1) + "1" + ")" * (MAX_DEPTH + 1), "too_deep"),
     ("SELECT " + "[" * 3000 + "1" + "]" * 3000, "too_deep"),
 ])
-def test_shapes_whose_parse_cost_grows_are_refused_before_parsing(sf, sql, reason):
-    v, secs = _timed(sf, sql)
+def test_shapes_whose_parse_cost_grows_are_refused_before_parsing(sql, reason, monkeypatch):
+    """Refused on the token list: the parser is never called (a machine-independent proof that
+    the cost of parsing is never paid; the filter's time is measured in bench_guard.py)."""
+    from sqleval_pipeline.guard import statement_filter
+    from sqleval_pipeline.guard.bounds import GUARD_DIALECT
+
+    class NoParser:
+        def tokenize(self, text):
+            return GUARD_DIALECT.tokenize(text)
+
+        def parser(self, *a, **kw):
+            raise AssertionError("the parser was called")
+
+    monkeypatch.setattr(statement_filter, "GUARD_DIALECT", NoParser())
+    v = StatementFilter(demo_policy(), database_names={"snap-test"}).check(sql)
     assert v.reason == reason, v.message
-    assert secs < 0.2, f"{secs:.2f} s"
 
 
 def test_the_bounds_leave_ordinary_shapes_alone(sf):
