@@ -27,7 +27,9 @@ Reports, in one run and interleaved query by query:
   (traced allocations and the process's resident size).
 
 Targets: guarded/raw (warm connection) median ratio ≤ 1.5 for a repeated text, ≤ 2 for a cold
-one (issue 21), filter ≤ 2 ms median.
+one, filter ≤ 2 ms median. The *cold floor* line shows what no guard keeping DuckDB's two views
+can go below: the parse tree and bound plan plus the execution on a warm raw connection, as a
+multiple of the execution alone (docs/guardrails.md, "Cost of a text new to the guard").
 """
 
 from __future__ import annotations
@@ -111,6 +113,35 @@ def per_check_costs(path: Path, policy, sf: StatementFilter, sqls: list[str], pi
     finally:
         root.close()
     return {k: {"median": statistics.median(v), "p95": pct(v, 0.95)} for k, v in costs.items() if v}
+
+
+def duckdb_floor(path: Path, pinned: list[str], repeat: int) -> dict:
+    """What the cold path cannot go below without dropping a check: on one warm raw connection
+    (no filter, no worker, no Python walk, no IPC), each new text's DuckDB parse tree
+    (``json_serialize_sql``) and unoptimized bound plan (``json_serialize_plan``) — the two
+    views the worker must read before anything runs (guard/duckdb_view.py) — plus its execution,
+    against its execution alone. Median over queries of per-query medians, as the ratios above."""
+    con = duckdb.connect(str(path), read_only=True)
+    per: dict[int, dict[str, list[float]]] = {}
+    try:
+        for rep in range(repeat):
+            for i, psql in enumerate(pinned):
+                q = per.setdefault(i, {"exec": [], "views": []})
+                text = f"{psql}\n-- floor {rep} {i}"
+                t = time.perf_counter()
+                con.execute(text).fetchall()
+                q["exec"].append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                con.execute("SELECT json_serialize_sql(?::VARCHAR)", [text + " "]).fetchone()
+                con.execute("SELECT json_serialize_plan(?::VARCHAR, skip_null := true, skip_empty := true, "
+                            "skip_default := true, optimize := false)", [text + " "]).fetchone()
+                q["views"].append((time.perf_counter() - t) * 1000)
+    finally:
+        con.close()
+    return {"views_ms": statistics.median(statistics.median(v["views"]) for v in per.values()),
+            "exec_ms": statistics.median(statistics.median(v["exec"]) for v in per.values()),
+            "ratio": statistics.median((statistics.median(v["exec"]) + statistics.median(v["views"]))
+                                       / statistics.median(v["exec"]) for v in per.values())}
 
 
 def adversarial_times(policy) -> dict:
@@ -226,6 +257,7 @@ def main() -> None:
         out["ratio_of_medians_warm"] = statistics.median(g_ms) / statistics.median(w_ms)
         out["filter_ms"] = {"median": statistics.median(f_ms), "p95": pct(f_ms, 0.95)}
         out["checks_ms"] = per_check_costs(path, guard.policy, sf, sqls, pinned, args.repeat)
+        out["cold_floor"] = duckdb_floor(path, pinned, args.repeat)
 
         # throughput: one client thread per worker, golden queries round-robin
         n_total = len(sqls) * 6
@@ -282,6 +314,10 @@ def main() -> None:
           f"{out['ratio_guarded_vs_raw_warm_median']:.2f} vs warm connection (target <= 1.5)")
     print(f"  filter (cold)       median {out['filter_ms']['median']:.3f} ms   p95 {out['filter_ms']['p95']:.3f} ms "
           f"(target <= 2 ms)")
+    fl = out["cold_floor"]
+    print(f"  cold floor (raw DuckDB, warm connection): parse tree + bound plan {fl['views_ms']:.2f} ms "
+          f"+ execution {fl['exec_ms']:.2f} ms = {fl['ratio']:.2f}x execution alone, before any filter, "
+          "worker or IPC")
     for name, c in out["checks_ms"].items():
         print(f"  check {name:18s} median {c['median']:.3f} ms   p95 {c['p95']:.3f} ms")
     if args.before and args.before.exists():
