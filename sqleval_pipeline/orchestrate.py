@@ -50,11 +50,13 @@ class RunSummary:
 MANAGED = "# sqleval: written from the project file (orchestration); delete this line to edit by hand"
 
 
-def instance_yaml(settings=None) -> str:
+def instance_yaml(settings=None, project_file: Path | None = None) -> str:
     """The Dagster instance settings sqleval runs with: no telemetry; a run queue that keeps
     ``max_concurrent_runs`` in progress, at most ``runs_per_provider`` per model provider
     (run tag ``sqleval/provider``) and one per configuration version (``dagster/partition``:
-    two runs of one version never fill its batch at once, whichever machine they run on).
+    two runs of one version never fill its batch at once, whichever machine they run on);
+    its coordinator (:mod:`sqleval_pipeline.run_queue`) adds the provider tag to a run
+    launched without it (from the UI, a backfill), reading ``project_file``'s configurations.
 
     >>> import yaml
     >>> yaml.safe_load(instance_yaml())["concurrency"]["runs"]["tag_concurrency_limits"][0]
@@ -72,17 +74,20 @@ def instance_yaml(settings=None) -> str:
                "max_concurrent_runs": s.max_concurrent_runs,
                "tag_concurrency_limits": [
                    {"key": PROVIDER_TAG, "value": per_value, "limit": s.runs_per_provider},
-                   {"key": "dagster/partition", "value": per_value, "limit": 1}]}}}
+                   {"key": "dagster/partition", "value": per_value, "limit": 1}]}},
+           "run_coordinator": {"module": "sqleval_pipeline.run_queue",
+                               "class": "ProviderTaggingRunCoordinator",
+                               "config": {"project_file": str(project_file)} if project_file else {}}}
     return f"{MANAGED}\n{yaml.safe_dump(doc, sort_keys=False)}"
 
 
-def ensure_dagster_home(home: paths.Home, settings=None) -> str:
+def ensure_dagster_home(home: paths.Home, settings=None, project_file: Path | None = None) -> str:
     """Create the project's Dagster instance folder; write its ``dagster.yaml`` from the
     project's orchestration settings unless the team manages that file itself."""
     dh = home.dagster_home
     dh.mkdir(parents=True, exist_ok=True)
     cfg = dh / "dagster.yaml"
-    text = instance_yaml(settings)
+    text = instance_yaml(settings, project_file)
     current = cfg.read_text() if cfg.exists() else None
     if current is None or (current.startswith(MANAGED) and current != text) or \
             current == "telemetry:\n  enabled: false\n":  # the file earlier versions wrote
@@ -163,7 +168,7 @@ def materialize(groups: list[str], run_config: dict | None = None,
     With ``partition_key`` (a configuration version), the key is registered as a dynamic
     partition first (as the sensor would) and the partitioned assets run for it."""
     project = project or current_project()
-    ensure_dagster_home(project.home, project.spec.orchestration)
+    ensure_dagster_home(project.home, project.spec.orchestration, project.file)
     import getpass
 
     import dagster as dg

@@ -113,3 +113,69 @@ def test_the_queue_holds_back_a_second_run_of_a_provider_or_of_a_version(tmp_pat
     assert counter.is_blocked(run("claude@1"))                         # same version
     assert not counter.is_blocked(run("qwen@3", "openai:10.0.0.5:8000"))
     assert not counter.is_blocked(run("baseline-raw@4"))
+
+
+def test_a_run_launched_without_tags_is_tagged_with_its_provider_before_it_queues(tmp_path, monkeypatch):
+    """The UI's Materialize, a job's partition and a backfill launch runs with Dagster's tags
+    only; the instance sqleval writes submits them through its coordinator, which adds the
+    configuration's provider tag (and the trigger) before the run enters the queue — so the
+    queue's per-provider limit holds them back like a CLI or sensor run."""
+    from dagster._utils.tags import TagConcurrencyLimitsCounter
+
+    from sqleval_pipeline.configs import load_configs
+    from sqleval_pipeline.project import current
+    from sqleval_pipeline.run_queue import ProviderTaggingRunCoordinator
+
+    p = current()
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "a.yaml").write_text("name: offline\ngenerator: {kind: baseline}\n")
+    (folder / "b.yaml").write_text("name: local-llm\ngenerator: {kind: openai, model: m, "
+                                   "base_url: 'http://10.1.2.3:8000/v1', api_key_env: null}\n")
+    loaded = {c.name: c for c in load_configs(folder, project=p, errors=[])}
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    home = Home(tmp_path / "build")
+    ensure_dagster_home(home, OrchestrationSettings(runs_per_provider=1), p.file)
+    text = (home.dagster_home / "dagster.yaml").read_text()
+    doc = yaml.safe_load(text)
+    # the configurations folder is the project's in real use; here a temporary one
+    doc["run_coordinator"]["config"]["configs_dir"] = str(folder)
+    (home.dagster_home / "dagster.yaml").write_text(yaml.safe_dump(doc))
+
+    def launch(instance, run_id, **tags):
+        from dagster._core.remote_origin import (
+            RegisteredCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin)
+
+        origin = RemoteJobOrigin(RemoteRepositoryOrigin(RegisteredCodeLocationOrigin("sqleval"),
+                                                        "__repository__"), "__ASSET_JOB")
+        run = instance.add_run(dg.DagsterRun(job_name="__ASSET_JOB", run_id=run_id, tags=tags,
+                                             remote_job_origin=origin))
+        # what DagsterInstance.submit_run hands the coordinator (once the run has its origin)
+        instance.run_coordinator.submit_run(dg.SubmitRunContext(run, workspace=None))
+        return instance.get_run_by_id(run_id)
+
+    llm, offline = loaded["local-llm"].partition_key, loaded["offline"].partition_key
+    with dg.DagsterInstance.from_config(str(home.dagster_home)) as instance:
+        assert isinstance(instance.run_coordinator, ProviderTaggingRunCoordinator)
+        ui = launch(instance, "ui-1", **{"dagster/partition": llm})
+        assert ui.status == dg.DagsterRunStatus.QUEUED
+        assert ui.tags["sqleval/provider"] == "openai:10.1.2.3:8000"
+        assert ui.tags["sqleval/trigger"] == "ui"
+        backfill = launch(instance, "bf-1", **{"dagster/partition": llm, "dagster/backfill": "abc"})
+        assert backfill.tags["sqleval/trigger"] == "backfill"
+        assert backfill.tags["sqleval/provider"] == "openai:10.1.2.3:8000"
+        # an offline configuration has no provider; a tag already set is kept as it is
+        assert "sqleval/provider" not in launch(instance, "off-1", **{"dagster/partition": offline}).tags
+        kept = launch(instance, "cli-1", **{"dagster/partition": llm, "sqleval/provider": "mine",
+                                            "sqleval/trigger": "cli"})
+        assert kept.tags["sqleval/provider"] == "mine" and kept.tags["sqleval/trigger"] == "cli"
+        # a version no configuration has (edited since) still queues, with no provider
+        gone = launch(instance, "gone-1", **{"dagster/partition": "local-llm@00000000"})
+        assert gone.status == dg.DagsterRunStatus.QUEUED and "sqleval/provider" not in gone.tags
+        # a run that is no evaluation (no partition) is left alone
+        assert "sqleval/trigger" not in launch(instance, "plain-1").tags
+        limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits
+        # with the UI run in progress, the backfill's run of the same provider waits
+        counter = TagConcurrencyLimitsCounter(limits, [ui])
+        assert counter.is_blocked(instance.get_run_by_id("bf-1"))
+        assert not counter.is_blocked(instance.get_run_by_id("off-1"))

@@ -9,7 +9,12 @@ run config, then ``launchPipelineExecution`` with the job's assets and checks). 
 succeed in the run worker the webserver starts, and the ``eval_grades`` materialization read
 back through GraphQL must carry the batch id and the ``failing_cases`` table.
 
-The instance runs runs directly (``DefaultRunCoordinator``): with Dagster's default queued
+Then the asset graph's route: the evaluation assets selected on the implicit asset job
+(``__ASSET_JOB``), as the asset graph's Materialize launches them. Its run must execute in
+process (Dagster's in-process executor's own event) and carry the tags sqleval's coordinator
+adds (``sqleval/trigger``, and ``sqleval/provider`` for a configuration with a provider).
+
+The instance runs runs directly (sqleval's tagging ``DefaultRunCoordinator``): with a queued
 coordinator a run launched from a webserver without a daemon stays QUEUED, and the daemon of
 ``dagster dev`` would start the ``new_configuration_versions`` sensor (RUNNING by default),
 which registers and evaluates every active configuration by itself, next to this run.
@@ -364,6 +369,14 @@ def start_webserver(home: Path, dagster_home: Path, logs: Path) -> Webserver:
 # --------------------------------------------------------------------------- the steps
 
 
+def _version_of(config_file: Path) -> str:
+    from sqleval_pipeline.configs import load_config
+    from sqleval_pipeline.project import load_project
+
+    project = load_project(location.REPO_ROOT / "sqleval.yaml")
+    return load_config(config_file, project.root, project=project).version
+
+
 def offline_root_baseline():
     """The active configuration that needs no key and no network (the embedded ``baseline``
     generator) and is gated against no other one: the root of the baselines, so its gate needs
@@ -432,6 +445,43 @@ def launch_as_materialize_button(gql: GraphQL, key: str) -> str:
     return result["run"]["runId"]
 
 
+def launch_from_asset_graph(gql: GraphQL, key: str) -> str:
+    """The evaluation assets of one partition, launched as the asset graph's Materialize
+    launches a selection: the implicit asset job with the assets and their checks, and the
+    partition as a tag (no partition set, no job)."""
+    loaded = gql(JOB_ASSETS_QUERY, {
+        "pipelineSelector": {**REPO_SELECTOR, "pipelineName": JOB},
+        "repositorySelector": REPO_SELECTOR, "jobName": JOB})
+    assets = [a for a in loaded["assetNodes"] if a["isExecutable"]]
+    checks = [{"assetKey": {"path": a["assetKey"]["path"]}, "name": c["name"]}
+              for a in assets if a["assetChecksOrError"]["__typename"] == "AssetChecks"
+              for c in a["assetChecksOrError"]["checks"]]
+    execution_params = {
+        "mode": "default", "runConfigData": {},
+        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": key},
+                                       {"key": "dagster/from_ui", "value": "true"}]},
+        "selector": {**REPO_SELECTOR, "pipelineName": "__ASSET_JOB",
+                     "assetSelection": [{"path": a["assetKey"]["path"]} for a in assets],
+                     "assetCheckSelection": checks},
+    }
+    result = gql(LAUNCH_PIPELINE_EXECUTION_MUTATION,
+                 {"executionParams": execution_params})["launchPipelineExecution"]
+    assert result["__typename"] == "LaunchRunSuccess", result
+    return result["run"]["runId"]
+
+
+def engine_messages(gql: GraphQL, run_id: str) -> list[str]:
+    """Every message of the run's event log."""
+    out, cursor = [], None
+    while True:
+        run = gql(RUN_EVENTS_QUERY, {"runId": run_id, "afterCursor": cursor})["runOrError"]
+        conn = run["eventConnection"]
+        out += [ev.get("message") or "" for ev in conn["events"]]
+        if not conn["hasMore"]:
+            return out
+        cursor = conn["cursor"]
+
+
 def run_errors(gql: GraphQL, run_id: str) -> str:
     """The run's ERROR-level events and every error with its cause, as text."""
     lines, cursor = [], None
@@ -493,10 +543,17 @@ def ui_home(serving_snapshot, tmp_path, monkeypatch):
     (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
     dagster_home = paths.Home(home).dagster_home
     dagster_home.mkdir()
+    # a configuration with a provider, known to the run coordinator only: its run is tagged
+    # on launch and fails at its first step (no such version in the project), calling nobody
+    configs = tmp_path / "provider_configs"
+    configs.mkdir()
+    (configs / "svc.yaml").write_text("name: remote-svc\ngenerator: {kind: http, url: 'http://127.0.0.1:9/sql'}\n")
     (dagster_home / "dagster.yaml").write_text(
         "telemetry:\n  enabled: false\n"
-        "run_coordinator:\n  module: dagster._core.run_coordinator\n"
-        "  class: DefaultRunCoordinator\n")
+        "run_coordinator:\n  module: sqleval_pipeline.run_queue\n"
+        "  class: ProviderTaggingDirectRunCoordinator\n"
+        f"  config:\n    project_file: {location.REPO_ROOT / 'sqleval.yaml'}\n"
+        f"    configs_dir: {configs}\n")
     monkeypatch.setenv("SQLEVAL_HOME", str(home))
     monkeypatch.setenv("SQLEVAL_PROJECT", str(location.REPO_ROOT / "sqleval.yaml"))
     monkeypatch.setenv("DAGSTER_HOME", str(dagster_home))
@@ -532,6 +589,24 @@ def test_materialize_button_evaluates_a_partition_in_the_webserver(ui_home, tmp_
 
         found = server.gql(LATEST_MATERIALIZATION_QUERY, {
             "assetKey": {"path": ["eval_grades"]}, "partition": key})["assetOrError"]
+
+        # the asset graph's route: the implicit asset job, in process, tagged on launch
+        graph_id = launch_from_asset_graph(server.gql, key)
+        graph_run = wait_for_run(server, graph_id)
+        assert graph_run["status"] == "SUCCESS", run_errors(server.gql, graph_id)
+        assert graph_run["jobName"] == "__ASSET_JOB"
+        messages = engine_messages(server.gql, graph_id)
+        assert any(m.startswith("Executing steps in process") for m in messages), messages[:20]
+        assert not any("multiprocess executor" in m for m in messages)
+        graph_tags = {t["key"]: t["value"] for t in graph_run["tags"]}
+        assert graph_tags.get("dagster/partition") == key and graph_tags.get("sqleval/trigger") == "ui"
+        assert "sqleval/provider" not in graph_tags  # the offline baseline calls no provider
+        remote = "remote-svc@" + _version_of(tmp_path / "provider_configs" / "svc.yaml")
+        add_partition(server.gql, remote)
+        remote_id = launch_from_asset_graph(server.gql, remote)
+        remote_run = wait_for_run(server, remote_id)
+        remote_tags = {t["key"]: t["value"] for t in remote_run["tags"]}
+        assert remote_tags.get("sqleval/provider") == "http:127.0.0.1:9", remote_tags
     finally:
         server.stop()
 

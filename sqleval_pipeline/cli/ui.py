@@ -93,7 +93,7 @@ def ui(
     try:
         try:
             proj = project()
-            dagster_home = ensure_dagster_home(proj.home, proj.spec.orchestration)
+            dagster_home = ensure_dagster_home(proj.home, proj.spec.orchestration, proj.file)
             dbt.parse(proj)  # the definitions need the manifest; parse once here, not per step
         except KeyboardInterrupt:
             code = exit_code(received[0]) if received else exit_code(signal.SIGINT)
