@@ -71,8 +71,9 @@ def test_partitioned_assets_materialize_through_dagster(serving_snapshot, tmp_pa
     )
     assert {"eval_attempts", "eval_executions", "eval_grades", "eval_scorecard", "eval_gate"} <= set(summary.materialized)
     assert summary.materialized["eval_attempts"]["attempts"] == 9
-    # no baseline configured for raw and no earlier batch: skipped, which is not "passed"
-    assert summary.checks["eval_gate:regression_gate"] is False
+    # no baseline configured for raw and no earlier batch: nothing to compare with — the check
+    # is left unevaluated (Dagster shows it skipped), neither passed nor failed
+    assert "eval_gate:regression_gate" not in summary.checks
     assert summary.materialized["eval_gate"]["gate"].startswith("## Regression gate: skipped")
     batch_ids = {summary.materialized[a]["batch_id"] for a in
                  ("eval_attempts", "eval_executions", "eval_grades", "eval_diagnoses",
@@ -91,6 +92,17 @@ def test_partitioned_assets_materialize_through_dagster(serving_snapshot, tmp_pa
         run = instance.get_run_by_id(summary.run_id)
         assert run.job_name == "evaluate" and run.tags["sqleval/trigger"] == "cli"
         assert run.tags["dagster/partition"] == loaded.partition_key
+        assert run.status == dg.DagsterRunStatus.SUCCESS
+        (record,) = instance.event_log_storage.get_asset_check_execution_history(
+            dg.AssetCheckKey(dg.AssetKey("eval_gate"), "regression_gate"), limit=5)
+        # planned, never evaluated, in a run that succeeded: what Dagster resolves to SKIPPED
+        assert record.status.value == "PLANNED" and record.run_id == summary.run_id
+        # every configuration's status, observed after the gate
+        (obs,) = instance.fetch_observations(dg.AssetKey("configuration_status"), limit=1).records
+        rows = {r.data["configuration"]: r.data for r in
+                obs.asset_observation.metadata["configurations"].value.records}
+        assert rows["baseline-raw"]["gate"] == "not evaluated"
+        assert rows["baseline-raw"]["current_version"] == loaded.partition_key
 
 
 def _resources():

@@ -16,9 +16,11 @@ from sqleval_pipeline import evaluation as ev
 from sqleval_pipeline import progress
 from sqleval_pipeline.defs.evaluation import metadata as md
 from sqleval_pipeline.defs.evaluation.partitions import config_versions
+from sqleval_pipeline.defs.evaluation.status import observe_status
 from sqleval_pipeline.defs.resources import SqlevalHome
 from sqleval_pipeline.grading import GRADER_VERSION
 from sqleval_pipeline.judging.rules import RulesJudge
+from sqleval_pipeline.reporting.status import gate_state
 
 
 def upstream_batch(context: dg.AssetExecutionContext, upstream: str) -> str:
@@ -155,14 +157,22 @@ with warnings.catch_warnings():  # partitioned asset checks are a preview API in
         description="This version is not worse than its baseline configuration, than the "
                     "previous version of the same configuration, or (beyond sampling noise) "
                     "than its own previous batch — unless evals/decisions.yaml records a "
-                    "decision. Failed (warning) when there was nothing to compare with.")
+                    "decision. Not evaluated (skipped) when there was nothing to compare with; "
+                    "failed with a warning when a comparison is inconclusive.")
 
 
-@dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"},
-          deps=[eval_scorecard], check_specs=[_gate_spec])
+# a multi-asset only so that the check may be left unevaluated (can_subset): Dagster shows a
+# planned check the step did not yield as skipped, never as passed or failed
+@dg.multi_asset(
+    specs=[dg.AssetSpec("eval_gate", deps=[eval_scorecard], group_name="evaluation", kinds={"python"},
+                        description="Paired diffs against the baseline, the previous version and "
+                                    "the previous batch, with what changed between them; the "
+                                    "regression gate over all three.")],
+    check_specs=[_gate_spec], partitions_def=config_versions, can_subset=True)
 def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     """Paired diffs against the baseline, the previous version and the previous batch, with
-    what changed between them; the regression gate over all three."""
+    what changed between them; the regression gate over all three; then every configuration's
+    status (``configuration_status``)."""
     from sqleval_pipeline.reporting.gate import gate_report_markdown
     from sqleval_pipeline.reporting.scorecard import diff_markdown
     from sqleval_pipeline.scoring import load_scorecard
@@ -193,14 +203,19 @@ def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     if diff is not None:
         meta["diff"] = dg.MetadataValue.md(diff_markdown(diff))
         meta["diff_against"] = shown
-    yield dg.MaterializeResult(metadata=meta)
+    yield dg.MaterializeResult(asset_key="eval_gate", metadata=meta)
+    try:  # every configuration's status, whichever ran: read from the store
+        context.log_event(observe_status(env))
+    except Exception as exc:  # noqa: BLE001 - the gate stands without the overview
+        context.log.warning(f"configuration status not observed: {exc}")
     passed = report.passed
+    if passed is None and not report.inconclusive:
+        return  # nothing to compare with: the check stays unevaluated (shown as skipped)
     yield dg.AssetCheckResult(
         check_name="regression_gate", passed=bool(passed),
-        severity=dg.AssetCheckSeverity.WARN if passed is None else dg.AssetCheckSeverity.ERROR,
+        severity=dg.AssetCheckSeverity.WARN if gate_state(report) == "inconclusive" else dg.AssetCheckSeverity.ERROR,
         description=report.summary(),
         metadata={"status": f"inconclusive: {report.inconclusive}" if report.inconclusive
-                  else "skipped: nothing to compare with" if passed is None
                   else "passed" if passed else "failed",
                   "batch_id": batch.batch_id, "gate": dg.MetadataValue.md(summary),
                   **{f"{c.kind}_delta (points)": md.pct(c.delta)
