@@ -102,11 +102,127 @@ class CallableSettings(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
+def _http_url(value: str, field: str, example: str) -> str:
+    """An ``http(s)://host`` URL without a trailing slash, or an :class:`InputError` naming
+    ``field`` (the vendor generators' endpoint settings)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InputError(f"{field} {value!r} is not an http(s) URL; write it like {example}")
+    return value.strip().rstrip("/")
+
+
+#: the semantic-model fields of a Cortex Analyst request, of which exactly one is set
+CORTEX_MODEL_FIELDS = ("semantic_model_file", "semantic_model", "semantic_view", "semantic_models")
+
+
+def _stage_path(value: str | None, field: str) -> str | None:
+    if value is not None and not (value.startswith("@") and "/" in value):
+        raise InputError(f"{field} {value!r} is not a stage path; write the fully qualified "
+                         "path of the YAML file on its stage, e.g. \"@db.schema.stage/model.yaml\"")
+    return value
+
+
+class CortexSemanticModelRef(_Strict):
+    """One entry of ``semantic_models``: exactly one of a staged file, a view or inline YAML."""
+
+    semantic_model_file: str | None = None
+    semantic_view: str | None = None
+    inline_semantic_model: str | None = None
+
+    @field_validator("semantic_model_file")
+    @classmethod
+    def _file(cls, v: str | None) -> str | None:
+        return _stage_path(v, "semantic_model_file")
+
+    @model_validator(mode="after")
+    def _one(self) -> CortexSemanticModelRef:
+        set_ = [k for k in ("semantic_model_file", "semantic_view", "inline_semantic_model")
+                if getattr(self, k)]
+        if len(set_) != 1:
+            raise InputError("each entry of semantic_models sets exactly one of "
+                             "semantic_model_file, semantic_view or inline_semantic_model; "
+                             f"this one sets {', '.join(set_) or 'none'}")
+        return self
+
+
+class CortexAnalystSettings(_Strict):
+    """Snowflake Cortex Analyst (REST ``/api/v2/cortex/analyst/message``), docs/vendor-cortex-analyst.md."""
+
+    kind: Literal["cortex_analyst"] = "cortex_analyst"
+    account_url: str = Field(description="https://ORG-ACCOUNT.snowflakecomputing.com")
+    token_env: str = Field(default="SNOWFLAKE_TOKEN", min_length=1,
+                           description="environment variable holding the bearer token")
+    token_type: Literal["PROGRAMMATIC_ACCESS_TOKEN", "KEYPAIR_JWT", "OAUTH"] = Field(
+        default="PROGRAMMATIC_ACCESS_TOKEN",
+        description="sent as X-Snowflake-Authorization-Token-Type")
+    semantic_model_file: str | None = Field(default=None, description="@db.schema.stage/model.yaml")
+    semantic_model: str | None = Field(default=None, description="the semantic model YAML, inline")
+    semantic_view: str | None = Field(default=None, description="db.schema.semantic_view")
+    semantic_models: list[CortexSemanticModelRef] | None = Field(default=None, min_length=1)
+    stream: bool = Field(default=False, description="ask for server-sent events")
+
+    @field_validator("account_url")
+    @classmethod
+    def _account_url(cls, v: str) -> str:
+        return _http_url(v, "account_url", "https://ORG-ACCOUNT.snowflakecomputing.com")
+
+    @field_validator("semantic_model_file")
+    @classmethod
+    def _file(cls, v: str | None) -> str | None:
+        return _stage_path(v, "semantic_model_file")
+
+    @model_validator(mode="after")
+    def _one_semantic_model(self) -> CortexAnalystSettings:
+        set_ = [k for k in CORTEX_MODEL_FIELDS if getattr(self, k)]
+        if len(set_) != 1:
+            raise InputError(
+                "set exactly one of semantic_model_file (a staged YAML file), semantic_model "
+                "(inline YAML), semantic_view or semantic_models (a list); this configuration "
+                f"sets {' and '.join(set_) if set_ else 'none of them'}")
+        return self
+
+
+class GenieSettings(_Strict):
+    """Databricks AI/BI Genie (Conversation API), docs/vendor-genie.md."""
+
+    kind: Literal["genie"] = "genie"
+    host: str = Field(description="https://WORKSPACE.cloud.databricks.com")
+    token_env: str = Field(default="DATABRICKS_TOKEN", min_length=1,
+                           description="environment variable holding the bearer token")
+    space_id: str = Field(pattern=r"^[A-Za-z0-9_-]+$", description="the Genie space asked")
+    poll_interval_s: float = Field(default=1.0, gt=0, le=60, description="first wait between polls")
+    poll_backoff: float = Field(default=2.0, ge=1, le=4, description="each wait is the last times this")
+    poll_max_interval_s: float = Field(default=10.0, gt=0, le=60, description="longest wait between polls")
+    max_wait_s: float = Field(default=600.0, gt=0, le=3600, description="give up on a message after this")
+    fetch_query_result: bool = Field(default=False, description="also fetch the rows Genie's query returned")
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, v: str) -> str:
+        return _http_url(v, "host", "https://WORKSPACE.cloud.databricks.com")
+
+    @model_validator(mode="after")
+    def _intervals(self) -> GenieSettings:
+        if self.poll_max_interval_s < self.poll_interval_s:
+            raise InputError(f"poll_max_interval_s ({self.poll_max_interval_s:g}) is below "
+                             f"poll_interval_s ({self.poll_interval_s:g}); raise it or lower "
+                             "poll_interval_s")
+        return self
+
+
 GeneratorSettings = Annotated[
     BaselineSettings | AnthropicSettings | OpenAISettings | HttpSettings | RecordedSettings
-    | CallableSettings,
+    | CallableSettings | CortexAnalystSettings | GenieSettings,
     Field(discriminator="kind"),
 ]
+
+#: the generator kinds, each the ``kind:`` of one settings class above
+GENERATOR_KINDS = ("baseline", "anthropic", "openai", "http", "recorded", "callable",
+                   "cortex_analyst", "genie")
+#: the vendor generators and the dialect their SQL is written in
+VENDOR_DIALECTS = {"cortex_analyst": "snowflake", "genie": "databricks"}
 
 
 class ContextSettings(_Strict):
@@ -171,6 +287,11 @@ class Configuration(_Strict):
         if self.runs < MIN_RUNS:
             log.warning("configuration %s runs each case only %d time(s): no reliable spread or "
                         "flip rate", self.name, self.runs)
+        vendor_dialect = VENDOR_DIALECTS.get(self.generator.kind)
+        if vendor_dialect and self.dialect != vendor_dialect:
+            log.warning("configuration %s: the %s generator answers in %s SQL but dialect is %s; "
+                        "set dialect: %s", self.name, self.generator.kind, vendor_dialect,
+                        self.dialect or "unset (duckdb)", vendor_dialect)
         model = getattr(self.generator, "model", None)
         if self.judge == "llm" and self.judge_model and model and self.judge_model == model:
             raise InputError("judge_model must differ from the model that generates the SQL")
@@ -228,8 +349,9 @@ PROVIDER_TAG = "sqleval/provider"
 
 def provider_of(generator: Any) -> str | None:
     """``anthropic`` (or ``anthropic:<host>`` off the SDK's default), ``openai:<host>``,
-    ``http:<host>``; None for offline generators (baseline, recorded, callable). A URL held in
-    an environment variable is read from it; unset, the variable's name stands in.
+    ``http:<host>``, ``cortex_analyst:<host>``, ``genie:<host>``; None for offline generators
+    (baseline, recorded, callable). A URL held in an environment variable is read from it;
+    unset, the variable's name stands in.
 
     >>> provider_of(OpenAISettings(model="m", base_url="http://127.0.0.1:8000/v1"))
     'openai:127.0.0.1:8000'
@@ -249,6 +371,9 @@ def provider_of(generator: Any) -> str | None:
             url = os.environ.get(env) or f"//${env}"
         host = urlsplit(url).netloc if url else ("api.openai.com" if kind == "openai" else "unset")
         return f"{kind}:{host}"
+    if kind in ("cortex_analyst", "genie"):
+        url = generator.account_url if kind == "cortex_analyst" else generator.host
+        return f"{kind}:{urlsplit(url).netloc}"
     return None
 
 
@@ -317,9 +442,7 @@ def load_config(path: Path, root: Path | None = None, *, project: Any = None) ->
         for e in exc.errors():
             loc = list(e["loc"])
             # drop the discriminator tag pydantic adds (generator.anthropic.model -> generator.model)
-            if len(loc) >= 2 and loc[0] == "generator" and loc[1] in (
-                "baseline", "anthropic", "openai", "http", "recorded", "callable"
-            ):
+            if len(loc) >= 2 and loc[0] == "generator" and loc[1] in GENERATOR_KINDS:
                 loc = [loc[0], *loc[2:]]
             msgs.append(doc.field_error(loc, e["msg"]))
         raise ConfigError("\n".join(msgs)) from exc

@@ -48,4 +48,12 @@ def make_generator(loaded: LoadedConfig, catalog, glossary, root: Path) -> Gener
         from sqleval_pipeline.generation.callable_gen import CallableGenerator
 
         return CallableGenerator(s)
+    if s.kind == "cortex_analyst":
+        from sqleval_pipeline.generation.cortex_analyst import CortexAnalystGenerator
+
+        return CortexAnalystGenerator(s, timeout_s=cfg.timeout_s)
+    if s.kind == "genie":
+        from sqleval_pipeline.generation.genie import GenieGenerator
+
+        return GenieGenerator(s, timeout_s=cfg.timeout_s)
     raise ValueError(f"unknown generator kind {s.kind!r}")
