@@ -122,6 +122,57 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None, output:
     return passed
 
 
+def write_ci_outputs(partition_key: str, *, junit: Path | None = None, summary: Path | None = None,
+                     annotations: bool = False, config: Path | None = None, output: str = "full") -> None:
+    """The newest batch of a configuration version in CI's formats (docs/ci.md): JUnit XML,
+    a pull-request summary, GitHub workflow commands (stdout; stderr with ``--json``)."""
+    import os
+    import socket
+
+    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.errors import SqlevalError
+    from sqleval_pipeline.reporting.annotations import github_annotations
+    from sqleval_pipeline.reporting.ci_batch import (annotation_root, golden_locations,
+                                                     load_batch_results, relative_path)
+    from sqleval_pipeline.reporting.junit import evaluation_junit
+    from sqleval_pipeline.reporting.pr_summary import code, pr_summary
+    from sqleval_pipeline.textfiles import write_atomically
+
+    env = environment_or_fail()
+    proj = env.project
+    _card, batch = ev.latest_scorecard(env, partition_key)
+    if batch is None:
+        fail(f"no scorecard for {partition_key}")
+    root = annotation_root(proj.root, dict(os.environ))
+    try:
+        results = load_batch_results(env.store.batch_dir(partition_key, batch.batch_id),
+                                     golden_locations(proj.golden_dir, root))
+    except SqlevalError as exc:
+        fail(str(exc))
+    written = []
+
+    def write(path: Path, text: str, what: str) -> None:
+        try:
+            write_atomically(path, text)
+        except OSError as exc:
+            fail(f"cannot write the {what} to {path}: {exc.strerror or exc}; give a file in a "
+                 "writable folder")
+        written.append(f"{what}: {path}")
+
+    if junit is not None:
+        write(junit, evaluation_junit(results, hostname=socket.gethostname() or "localhost"), "JUnit XML")
+    if summary is not None:
+        pointer = (None if results.report_html is None
+                   else f"full report: {code(relative_path(results.report_html, root))}")
+        write(summary, pr_summary(results, pointer=pointer), "pull-request summary")
+    for line in written if output == "full" else ():
+        console.print(line, markup=False, highlight=False)
+    if annotations:
+        cfg = relative_path(config, root) if config is not None else None
+        for line in github_annotations(results, cfg):
+            typer.echo(line, err=output == "json")
+
+
 def run(
     config: Annotated[Path, typer.Option("--config", "-c", help="Configuration YAML (the project's configs folder)")],
     runs: Annotated[Optional[int], typer.Option(help="Override the configuration's runs")] = None,
@@ -132,6 +183,16 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict (and errors)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print only the verdict as one JSON object "
                                           "(docs/command-line.md); no progress bars")] = False,
+    junit: Annotated[Optional[Path], typer.Option("--junit", help="Also write the results as JUnit XML: "
+                                                  "one test case per golden case and per gate "
+                                                  "comparison (docs/ci.md)")] = None,
+    summary_md: Annotated[Optional[Path], typer.Option("--summary", help="Also write a pull-request "
+                                                       "comment in Markdown, under GitHub's 65,536 "
+                                                       "characters (docs/ci.md)")] = None,
+    annotations: Annotated[bool, typer.Option("--github-annotations", help="Print GitHub workflow "
+                                              "commands: an ::error for a failing gate and for each "
+                                              "newly failing case at its golden file and line "
+                                              "(on stderr with --json)")] = False,
 ) -> None:
     """Evaluate one configuration: attempts → guarded executions → grades → scorecard → gate.
 
@@ -177,6 +238,9 @@ def run(
     # warnings raised while reading the results go to the run's log too
     with run_log_path(loaded.partition_key).open("a") as log, warnings_to(log):
         passed = show_evaluation(loaded.partition_key, markdown=report, output=output)
+        if junit or summary_md or annotations:
+            write_ci_outputs(loaded.partition_key, junit=junit, summary=summary_md,
+                             annotations=annotations, config=config, output=output)
     if full:
         calls = summary.materialized.get("eval_attempts", {}).get("provider_calls", 0)
         kind = loaded.config.generator.kind

@@ -1,6 +1,6 @@
 """``sqleval guardrails``: run the hostile suite against the guard.
 
-    sqleval guardrails run [--cases FILE ...] [--json OUT] [--snapshot PATH] [--timeout S]
+    sqleval guardrails run [--cases FILE ...] [--json OUT] [--junit FILE] [--snapshot PATH] [--timeout S]
     sqleval guardrails report [-o FILE.html]
 
 Runs the project's suite (the bundled templates instantiated over its served tables and
@@ -83,6 +83,8 @@ def run(
     timeout: Annotated[float, typer.Option("--timeout", help="statement timeout for the run, seconds "
                                                              "(bombs are contained within it)")] = 5.0,
     log: Annotated[Optional[Path], typer.Option("--log", help="append every execution record (JSONL)")] = None,
+    junit: Annotated[Optional[Path], typer.Option("--junit", help="write the run as JUnit XML: one test "
+                                                  "case per hostile case (docs/ci.md)")] = None,
 ) -> None:
     """Run the hostile suite; exit non-zero if anything got through or the snapshot changed."""
     from sqleval_pipeline.foundation import hostile_suite
@@ -141,6 +143,17 @@ def run(
         json_out.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(json_out, json.dumps(report.to_json(), indent=2, default=str) + "\n")
         console.print(f"report written to {json_out}", markup=False, highlight=False)
+    if junit:
+        import socket
+
+        from sqleval_pipeline.reporting.junit import guardrails_junit
+
+        try:
+            write_atomically(junit, guardrails_junit(report.to_json(), skipped=skipped,
+                                                     hostname=socket.gethostname() or "localhost"))
+        except OSError as exc:
+            _fail(f"cannot write the JUnit XML to {junit}: {exc.strerror or exc}")
+        console.print(f"JUnit XML written to {junit}", markup=False, highlight=False)
     for v in report.not_hostile:
         console.print(f"[yellow]not hostile on this project:[/] {escape(v.case_id)}: {escape(v.warning or '')} — "
                       f"{escape(repr(v.sql))}", highlight=False)

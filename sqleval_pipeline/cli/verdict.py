@@ -14,10 +14,11 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from sqleval_pipeline.reporting.status import (  # noqa: F401 (re-exported: the verdict's vocabulary)
+    FAILED, INCONCLUSIVE, NOT_GATED, PASSED, gate_status, newly_failing)
+
 #: newly failing case ids listed in the verdict block before "and N more"
 SHOWN_CASES = 10
-
-PASSED, FAILED, NOT_GATED, INCONCLUSIVE = "passed", "failed", "not gated", "inconclusive"
 _STYLE = {PASSED: "bold green", FAILED: "bold red", NOT_GATED: "yellow", INCONCLUSIVE: "bold yellow"}
 _LABEL = {PASSED: "PASSED", FAILED: "FAILED", NOT_GATED: "not gated", INCONCLUSIVE: "INCONCLUSIVE"}
 
@@ -59,35 +60,6 @@ def _rate_json(rate, level: float) -> dict[str, Any]:
             "level": level if has_ci else None,
             "low": ci.low if has_ci else None, "high": ci.high if has_ci else None,
             "method": ci.method if has_ci else None}
-
-
-def gate_status(card, report=None, gate=None) -> tuple[str, str]:
-    """(status, one-line summary) from the stored comparisons (``GateReport``), else the
-    declared baseline's ``GateResult`` (batches gated before comparisons were recorded)."""
-    if report is not None:
-        if report.inconclusive or any(c.status == "inconclusive" for c in report.comparisons):
-            status = INCONCLUSIVE
-        elif any(c.status == "failed" for c in report.comparisons):
-            status = FAILED
-        else:
-            status = PASSED if report.evaluated else NOT_GATED
-        return status, report.summary()
-    if gate is not None:
-        return (INCONCLUSIVE if gate.inconclusive else PASSED if gate.passed else FAILED), gate.message
-    if card.inconclusive:
-        return INCONCLUSIVE, "too many ERROR attempts to measure the system; nothing compared"
-    return NOT_GATED, "no comparison was recorded for this batch"
-
-
-def newly_failing(report=None, diff=None) -> list[str]:
-    """Case ids newly failing in any comparison that was made (first seen first)."""
-    ids: list[str] = []
-    if report is not None:
-        for c in report.evaluated:
-            ids += c.newly_failing
-    elif diff is not None:
-        ids += diff.newly_failing
-    return list(dict.fromkeys(ids))
 
 
 def build_verdict(card, batch, folder: Path, *, report=None, gate=None, diff=None,

@@ -6,9 +6,10 @@ ran last. For each configuration name:
 * the **gated batch** is the newest batch of the *current* version that has a gate result
   (``comparisons.json``); when the current version has none yet, the newest gated batch of
   any earlier version of the name;
-* the **gate** is that batch's: ``failed`` (a comparison failed, or the batch is an outage),
-  ``inconclusive`` (a comparison could not decide), ``passed``, or ``not evaluated`` (there
-  was nothing to compare with — never shown as passed or failed);
+* the **gate** is that batch's, as ``sqleval run`` says it (:func:`gate_status`): ``failed``
+  (a comparison failed), ``inconclusive`` (the batch is an outage, or a comparison could not
+  decide), ``passed``, or ``not evaluated`` (nothing to compare with — never shown as passed
+  or failed);
 * a failed gate of an earlier version **stays failed** until the current version has a gated
   batch of its own (the note says the current version is not evaluated yet); an earlier
   version that passed says nothing about the current one: ``not evaluated``.
@@ -25,9 +26,41 @@ from typing import Iterable, Literal
 from sqleval_pipeline.comparisons import COMPARISONS_FILE, GateReport
 from sqleval_pipeline.store import BatchInfo, Store, batch_order
 
+#: a batch's gate, in the words the verdict, the CI outputs and the status view share
+PASSED, FAILED, NOT_GATED, INCONCLUSIVE = "passed", "failed", "not gated", "inconclusive"
 GateState = Literal["failed", "inconclusive", "passed", "not evaluated"]
 #: failing first, then what needs a look, then green
 ORDER: dict[str, int] = {"failed": 0, "inconclusive": 1, "not evaluated": 2, "passed": 3}
+
+
+def gate_status(card, report=None, gate=None) -> tuple[str, str]:
+    """(status, one-line summary) from the stored comparisons (``GateReport``), else the
+    declared baseline's ``GateResult`` (batches gated before comparisons were recorded).
+    An outage (too many ERROR attempts) or an inconclusive comparison is INCONCLUSIVE."""
+    if report is not None:
+        if report.inconclusive or any(c.status == "inconclusive" for c in report.comparisons):
+            status = INCONCLUSIVE
+        elif any(c.status == "failed" for c in report.comparisons):
+            status = FAILED
+        else:
+            status = PASSED if report.evaluated else NOT_GATED
+        return status, report.summary()
+    if gate is not None:
+        return (INCONCLUSIVE if gate.inconclusive else PASSED if gate.passed else FAILED), gate.message
+    if card is not None and card.inconclusive:
+        return INCONCLUSIVE, "too many ERROR attempts to measure the system; nothing compared"
+    return NOT_GATED, "no comparison was recorded for this batch"
+
+
+def newly_failing(report=None, diff=None) -> list[str]:
+    """Case ids newly failing in any comparison that was made (first seen first)."""
+    ids: list[str] = []
+    if report is not None:
+        for c in report.evaluated:
+            ids += c.newly_failing
+    elif diff is not None:
+        ids += diff.newly_failing
+    return list(dict.fromkeys(ids))
 
 
 @dataclass(frozen=True)
@@ -53,7 +86,8 @@ class ConfigurationStatus:
 
 
 def gate_state(report: GateReport) -> GateState:
-    """The state one gate result shows.
+    """The state one gate result shows: :func:`gate_status`'s, with "not gated" (nothing to
+    compare with) said as "not evaluated".
 
     >>> from sqleval_pipeline.comparisons import Comparison
     >>> c = lambda s: Comparison(kind="baseline", status=s, reason="")
@@ -61,11 +95,8 @@ def gate_state(report: GateReport) -> GateState:
     ...  for cs in ([c("failed"), c("passed")], [c("skipped")], [c("inconclusive")], [c("passed")])]
     ['failed', 'not evaluated', 'inconclusive', 'passed']
     """
-    if report.inconclusive or any(c.status == "failed" for c in report.comparisons):
-        return "failed"
-    if any(c.status == "inconclusive" for c in report.comparisons):
-        return "inconclusive"
-    return "passed" if report.evaluated else "not evaluated"
+    status, _ = gate_status(None, report)
+    return "not evaluated" if status == NOT_GATED else status  # type: ignore[return-value]
 
 
 def _gated(store: Store, key: str) -> tuple[BatchInfo, GateReport] | None:
