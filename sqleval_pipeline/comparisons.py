@@ -30,7 +30,9 @@ from typing import Literal
 import duckdb
 from pydantic import BaseModel, Field
 
+from sqleval_pipeline import derived
 from sqleval_pipeline.configs import LoadedConfig, load_configs
+from sqleval_pipeline.derived import code_digest, inputs_digest
 from sqleval_pipeline.environment import Environment, EvaluationError, Progress, find_config
 from sqleval_pipeline import evaluation as ev
 from sqleval_pipeline.evaluation import grade_batch, score_batch
@@ -171,51 +173,92 @@ def _previous_version(env: Environment, batch: BatchInfo):
 # ---- the gate ------------------------------------------------------------------------------
 
 
-def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
-               *, fail_on_case_regression: bool = False) -> GateReport:
-    """Every comparison of this batch, gated; written to the batch folder."""
-    from sqleval_pipeline.scoring import load_decisions
+#: a comparison to make: (kind, (earlier scorecard, its batch, its configuration) or the
+#: skipped comparison that stands in for it)
+_Planned = tuple[Kind, "tuple[object, BatchInfo, LoadedConfig | None] | Comparison"]
 
-    decisions = load_decisions(env.decisions)
-    mine = batch_inputs(env, batch, card, loaded)
-    comparisons: list[Comparison] = []
 
+def _plan(env: Environment, loaded: LoadedConfig, batch: BatchInfo) -> list[_Planned]:
+    """What this batch is compared with: the declared baseline's newest scored batch, the
+    newest scored batch of an earlier version, this version's previous scored batch."""
+    plan: list[_Planned] = []
     base_name = loaded.config.baseline
     if not base_name or base_name == loaded.name:
-        comparisons.append(Comparison(kind="baseline", status="skipped",
-                                      reason="no baseline configured"))
+        plan.append(("baseline", Comparison(kind="baseline", status="skipped",
+                                            reason="no baseline configured")))
     else:
         try:
             base_loaded = find_config(env, base_name)
         except EvaluationError as exc:
-            comparisons.append(Comparison(kind="baseline", status="skipped", reason=str(exc)))
+            plan.append(("baseline", Comparison(kind="baseline", status="skipped", reason=str(exc))))
         else:
             base_card, base_batch = _newest_scored(env, base_loaded.partition_key)
-            if base_card is None:
-                comparisons.append(Comparison(
-                    kind="baseline", baseline_partition=base_loaded.partition_key,
-                    status="skipped", reason=f"baseline {base_loaded.partition_key} has no "
-                    "scorecard yet; evaluate it first"))
-            else:
-                comparisons.append(_compare(env, "baseline", base_card, base_batch, base_loaded,
-                                            card, batch, mine, decisions,
-                                            fail_on_case_regression, write_main=True))
-
+            plan.append(("baseline", (base_card, base_batch, base_loaded) if base_card is not None else
+                         Comparison(kind="baseline", baseline_partition=base_loaded.partition_key,
+                                    status="skipped", reason=f"baseline {base_loaded.partition_key} has "
+                                    "no scorecard yet; evaluate it first")))
     prev_card, prev_batch = _previous_version(env, batch)
-    if prev_card is None:
-        comparisons.append(Comparison(kind="previous_version", status="skipped",
-                                      reason=f"no earlier version of {loaded.name} was scored"))
-    else:
-        comparisons.append(_compare(env, "previous_version", prev_card, prev_batch, None, card,
-                                    batch, mine, decisions, fail_on_case_regression))
-
+    plan.append(("previous_version", (prev_card, prev_batch, None) if prev_card is not None else
+                 Comparison(kind="previous_version", status="skipped",
+                            reason=f"no earlier version of {loaded.name} was scored")))
     last_card, last_batch = _newest_scored(env, batch.partition_key, before=batch)
-    if last_card is None:
-        comparisons.append(Comparison(kind="previous_batch", status="skipped",
-                                      reason="first batch of this version"))
-    else:
-        comparisons.append(_compare(env, "previous_batch", last_card, last_batch, loaded, card,
-                                    batch, mine, decisions, fail_on_case_regression))
+    plan.append(("previous_batch", (last_card, last_batch, loaded) if last_card is not None else
+                 Comparison(kind="previous_batch", status="skipped", reason="first batch of this version")))
+    return plan
+
+
+#: the files of a batch a comparison reads (scorecard, grades and executions for a re-grade,
+#: diagnoses and attempts for "what changed", the recorded configuration)
+_COMPARED_FILES = ("scorecard.json", "grades.parquet", "executions.parquet", "diagnoses.parquet",
+                   "attempts.parquet", INPUTS_FILE)
+
+
+def gate_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo, plan: list[_Planned],
+                fail_on_case_regression: bool) -> str:
+    """The digest of everything the gate of ``batch`` is computed from (derived.py)."""
+    from sqleval_pipeline.generation.runner import golden_hash
+    from sqleval_pipeline.grading import GRADER_VERSION
+
+    def files(b: BatchInfo) -> list:
+        folder = env.store.batch_dir(b.partition_key, b.batch_id)
+        return [b.partition_key, b.batch_id, *(folder / n for n in _COMPARED_FILES)]
+
+    parts: list = ["gate", code_digest("sqleval_pipeline.comparisons", "sqleval_pipeline.scoring",
+                                       "sqleval_pipeline.grading"), GRADER_VERSION,
+                   golden_hash(env.cases), env.decisions, fail_on_case_regression, loaded.version,
+                   loaded.config.model_dump(mode="json"), *files(batch)]
+    for kind, target in plan:
+        if isinstance(target, Comparison):
+            parts += [kind, target.model_dump(mode="json")]
+        else:
+            _card, b, base_loaded = target
+            parts += [kind, *files(b), base_loaded.partition_key if base_loaded else None,
+                      base_loaded.config.model_dump(mode="json") if base_loaded else None]
+    return inputs_digest(*parts)
+
+
+def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
+               *, fail_on_case_regression: bool = False) -> GateReport:
+    """Every comparison of this batch, gated; written to the batch folder — or the result
+    written before, when nothing it is computed from changed (derived.py)."""
+    from sqleval_pipeline.scoring import load_decisions
+
+    plan = _plan(env, loaded, batch)
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    digest = gate_inputs(env, loaded, batch, plan, fail_on_case_regression)
+    done = derived.reusable(folder, COMPARISONS_FILE, digest)
+    if done is not None:
+        return GateReport.model_validate_json(done.read_text(encoding="utf-8"))
+    decisions = load_decisions(env.decisions)
+    mine = batch_inputs(env, batch, card, loaded)
+    comparisons: list[Comparison] = []
+    for kind, target in plan:
+        if isinstance(target, Comparison):
+            comparisons.append(target)
+            continue
+        base_card, base_batch, base_loaded = target
+        comparisons.append(_compare(env, kind, base_card, base_batch, base_loaded, card, batch, mine,
+                                    decisions, fail_on_case_regression, write_main=kind == "baseline"))
     outage = None
     if card.inconclusive:
         outage = (f"{card.errors.count} of {card.attempts_total} attempts are ERROR "
@@ -226,6 +269,7 @@ def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
                         comparisons=comparisons, inconclusive=outage)
     env.store.write_json(batch.partition_key, batch.batch_id, COMPARISONS_FILE,
                          report.model_dump(mode="json"))
+    derived.record(folder, COMPARISONS_FILE, digest)
     env.store.publish(batch)
     return report
 

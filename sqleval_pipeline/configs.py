@@ -431,6 +431,30 @@ def load_config(path: Path, root: Path | None = None, *, project: Any = None) ->
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: configuration file not found") from None
+    config = _parsed(path, text)
+    digest = None
+    if config.context.curation and project is not None:
+        from sqleval_pipeline.glossary import GlossaryError
+        from sqleval_pipeline.semantic import glossary_digest
+
+        try:
+            digest = glossary_digest(project)
+        except GlossaryError as exc:
+            raise ConfigError(f"{path}: field 'context.curation' is on but the project's "
+                              f"glossary cannot be loaded: {exc}") from exc
+    return LoadedConfig(config=config, path=path, version=config_version(config, root, digest),
+                        input_digests=input_digests(config, root, digest))
+
+
+#: validated configurations by (file, text): a run loads its configurations many times, and
+#: the same text always gives the same configuration (a copy is handed out each time)
+_PARSED: dict[tuple[str, str], Configuration] = {}
+
+
+def _parsed(path: Path, text: str) -> Configuration:
+    key = (str(path), text)
+    if key in _PARSED:
+        return _PARSED[key].model_copy(deep=True)
     doc = parse_yaml(path, text, ConfigError)
     data = doc.data
     if not isinstance(data, dict):
@@ -446,18 +470,10 @@ def load_config(path: Path, root: Path | None = None, *, project: Any = None) ->
                 loc = [loc[0], *loc[2:]]
             msgs.append(doc.field_error(loc, e["msg"]))
         raise ConfigError("\n".join(msgs)) from exc
-    digest = None
-    if config.context.curation and project is not None:
-        from sqleval_pipeline.glossary import GlossaryError
-        from sqleval_pipeline.semantic import glossary_digest
-
-        try:
-            digest = glossary_digest(project)
-        except GlossaryError as exc:
-            raise ConfigError(f"{path}: field 'context.curation' is on but the project's "
-                              f"glossary cannot be loaded: {exc}") from exc
-    return LoadedConfig(config=config, path=path, version=config_version(config, root, digest),
-                        input_digests=input_digests(config, root, digest))
+    if len(_PARSED) >= 256:
+        _PARSED.clear()
+    _PARSED[key] = config
+    return config.model_copy(deep=True)
 
 
 def input_digests(config: Configuration, root: Path, glossary: str | None) -> dict[str, str]:

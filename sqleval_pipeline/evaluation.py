@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqleval_pipeline import derived
 from sqleval_pipeline.configs import LoadedConfig, load_configs
+from sqleval_pipeline.derived import code_digest, inputs_digest
 # the environment the stages share (re-exported: callers use ev.environment, ev.Environment ...)
 from sqleval_pipeline.environment import (  # noqa: F401
     Environment, EvaluationError, Progress, environment, find_config, select_cases,
@@ -376,12 +378,36 @@ def score_batch(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
     return card.model_copy(update={"policy_version": batch.policy_version})
 
 
+def scorecard_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo) -> str:
+    """The digest of everything a batch's scorecard is computed from (derived.py): its grades
+    and diagnoses, the labels the configuration gives it, the guard policy it ran under and
+    the scoring code."""
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    return inputs_digest("scorecard", code_digest("sqleval_pipeline.scoring", "sqleval_pipeline.evaluation"),
+                         folder / "grades.parquet", folder / "diagnoses.parquet", loaded.version,
+                         loaded.partition_key, loaded.config.tuned_on_dev, loaded.config.tuned_on_heldout,
+                         batch.policy_version)
+
+
 def stage_scorecard(env: Environment, loaded: LoadedConfig, batch: BatchInfo):
-    card = score_batch(env, loaded, batch)
+    """The batch's scorecard, written to ``scorecard.json`` — or the one written before, when
+    its inputs are unchanged (only the judge's calibration line, which reads the human labels,
+    is brought up to date)."""
+    from sqleval_pipeline.scoring import load_scorecard
+
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    digest = scorecard_inputs(env, loaded, batch)
+    done = derived.reusable(folder, "scorecard.json", digest)
+    card = load_scorecard(done) if done is not None else score_batch(env, loaded, batch)
     if card.failure_histogram_judge:
-        card = card.model_copy(update={
-            "failure_histogram_calibration": judge_calibration_status(env, card.failure_histogram_judge)})
-    card.save(env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json"))
+        status = judge_calibration_status(env, card.failure_histogram_judge)
+        if done is not None and status != card.failure_histogram_calibration:
+            done = None  # the labels changed: the same numbers, a new calibration line
+        card = card.model_copy(update={"failure_histogram_calibration": status})
+    if done is not None:
+        return card
+    card.save(folder / "scorecard.json")
+    derived.record(folder, "scorecard.json", digest)
     env.store.publish(batch)
     return card
 

@@ -118,6 +118,13 @@ JUDGING_GROUPS = ["judging"]
 
 #: the named job that runs each set of groups (the CLI runs the jobs the UI shows)
 JOBS = {"evaluation": "evaluate", "judging": "calibrate_judges"}
+#: the definition domains (folders of sqleval_pipeline/defs) each job needs: its own assets and
+#: the assets its assets depend on (None: every domain)
+JOB_DOMAINS: dict[str, tuple[str, ...] | None] = {
+    "evaluate": ("evaluation", "golden", "guardrails"),
+    "calibrate_judges": ("judging", "evaluation", "golden", "guardrails"),
+    "foundation": None,
+}
 
 
 def job_for(groups: list[str]) -> str:
@@ -175,7 +182,8 @@ def materialize(groups: list[str], run_config: dict | None = None,
 
     from sqleval_pipeline.definitions import build_definitions
 
-    defs = build_definitions(project, manifest_dir, configs_dir)
+    job_name = job_for(groups)
+    defs = build_definitions(project, manifest_dir, configs_dir, only=JOB_DOMAINS.get(job_name))
     config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     if run_config:
         config.update(run_config)
@@ -190,7 +198,7 @@ def materialize(groups: list[str], run_config: dict | None = None,
         instance = dg.DagsterInstance.get()
     with instance:  # (entered: resolving the job reads its state)
         fail_orphaned_runs(instance)
-        job = defs.resolve_job_def(job_for(groups))
+        job = defs.resolve_job_def(job_name)
         graph = defs.resolve_asset_graph()
         wanted = [k for k in graph.get_all_asset_keys()
                   if graph.get(k).is_executable and graph.get(k).group_name in groups]

@@ -327,6 +327,9 @@ def load_project(location: Path | str) -> Project:
     except FileNotFoundError:
         raise ProjectError(f"no {PROJECT_FILE} at {file}: create one with `sqleval init "
                            f"{p} --dbt-project PATH`") from None
+    cached = _SPECS.get((str(file), text))
+    if cached is not None:  # the same text always gives the same project (a copy each time)
+        return Project(cached.model_copy(deep=True), file)
     doc = parse_yaml(file, text, ProjectError)
     data = doc.data
     if not isinstance(data, dict):
@@ -342,7 +345,14 @@ def load_project(location: Path | str) -> Project:
             msgs.append(doc.field_error(loc, e["msg"] + (f" — {hint}" if hint else ""),
                                         default_line=1))
         raise ProjectError("\n".join(msgs)) from exc
-    return Project(spec, file)
+    if len(_SPECS) >= 64:
+        _SPECS.clear()
+    _SPECS[(str(file), text)] = spec
+    return Project(spec.model_copy(deep=True), file)
+
+
+#: validated project files by (file, text): a run reads its project file many times
+_SPECS: dict[tuple[str, str], ProjectSpec] = {}
 
 
 _selected: Path | None = None

@@ -559,9 +559,39 @@ def project_glossary(project: Any) -> Glossary | None:
     return override
 
 
+#: glossary digests computed in this process, by what they are computed from (see below)
+_DIGESTS: dict[tuple, str | None] = {}
+
+
+def _glossary_sources(project: Any) -> tuple:
+    """What the effective glossary is read from, by size and time: the project file, its
+    glossary file and (dbt projects) the manifest — brought up to date first, as
+    :func:`project_glossary` would."""
+    paths = [project.file]
+    if project.glossary_path is not None:
+        paths.append(project.glossary_path)
+    if (project.dbt_project_dir / "dbt_project.yml").exists():
+        from sqleval_pipeline.warehouse import dbt  # dbt's manifest helpers: only when the project has dbt
+
+        paths.append(dbt.parse(project))
+    out = []
+    for p in paths:
+        try:
+            st = Path(p).stat()
+            out.append((str(p), st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((str(p), None, None))
+    return tuple(out)
+
+
 def glossary_digest(project: Any) -> str | None:
-    """A content hash of the project's effective glossary (part of a curated version)."""
-    g = project_glossary(project)
-    if g is None:
-        return None
-    return hashlib.sha256(g.model_dump_json().encode()).hexdigest()[:16]
+    """A content hash of the project's effective glossary (part of a curated version);
+    computed once per process for unchanged sources (a run loads its configurations many
+    times)."""
+    key = _glossary_sources(project)
+    if key not in _DIGESTS:
+        g = project_glossary(project)
+        if len(_DIGESTS) >= 64:
+            _DIGESTS.clear()
+        _DIGESTS[key] = None if g is None else hashlib.sha256(g.model_dump_json().encode()).hexdigest()[:16]
+    return _DIGESTS[key]

@@ -49,9 +49,10 @@ INCONCLUSIVE_ERROR_SHARE = 0.10
 #: the manifest of a batch's files (name -> size, SHA-256), rewritten at the end of each stage
 FILES_MANIFEST = "files.json"
 #: files of a batch folder that are not part of its recorded content: its description, the
-#: manifest itself, and the HTML page rendered from the records after the gate (rewritten by
-#: every run that reuses the batch; nothing reads it back)
-UNRECORDED = frozenset({"batch.json", FILES_MANIFEST, "report.html"})
+#: manifest itself, the HTML page rendered from the records after the gate (nothing reads it
+#: back) and the record of what each derived file was derived from (derived.py: advisory — a
+#: lost or edited one only means the file is computed again)
+UNRECORDED = frozenset({"batch.json", FILES_MANIFEST, "report.html", "derived.json"})
 
 
 class BatchFileError(SqlevalError, ValueError):
@@ -178,8 +179,14 @@ class Store:
         end of every stage (:meth:`publish`), so what a stage wrote is what is recorded."""
         entries = {name: {"size": p.stat().st_size, "sha256": file_sha256(p)}
                    for name, p in self._batch_files(info).items()}
-        atomic_write_text(self.artifact(info.partition_key, info.batch_id, FILES_MANIFEST),
-                          json.dumps({"files": entries}, indent=2, sort_keys=True) + "\n")
+        path = self.artifact(info.partition_key, info.batch_id, FILES_MANIFEST)
+        text = json.dumps({"files": entries}, indent=2, sort_keys=True) + "\n"
+        try:
+            unchanged = path.read_text() == text
+        except OSError:
+            unchanged = False
+        if not unchanged:  # a stage that changed nothing (a re-run) leaves the manifest alone
+            atomic_write_text(path, text)
         return entries
 
     def damaged(self, info: BatchInfo) -> list[str]:

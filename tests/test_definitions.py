@@ -54,7 +54,10 @@ def test_workspace_points_at_the_definitions():
     assert (location.REPO_ROOT / target.get("working_directory", ".")).resolve() == location.REPO_ROOT.resolve()
     with dg.instance_for_test():
         module = importlib.import_module(target["module_name"])
-        defs = getattr(module, target["attribute"])
+        entry_point = getattr(module, target["attribute"])
+        # a @dg.definitions entry point: importing the module built nothing, Dagster calls it
+        assert not isinstance(entry_point, dg.Definitions)
+        defs = entry_point()
         assert isinstance(defs, dg.Definitions)
         assert defs.resolve_job_def("evaluate") is not None
 

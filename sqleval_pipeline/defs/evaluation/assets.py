@@ -186,10 +186,9 @@ def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     meta = {**_where(env, batch, "comparisons.json"), "gate": dg.MetadataValue.md(summary),
             **md.gate_tables(report, env, folder)}
     try:  # the page a person opens, written after the gate so it shows the gate's comparisons
-        from sqleval_pipeline.reporting.html import write_report
+        from sqleval_pipeline.reporting.html import batch_report
 
-        out = env.store.artifact(batch.partition_key, batch.batch_id, "report.html")
-        meta["report"] = dg.MetadataValue.path(str(write_report(env, [batch.partition_key], out)))
+        meta["report"] = dg.MetadataValue.path(str(batch_report(env, batch.partition_key, batch.batch_id)))
     except Exception as exc:  # noqa: BLE001 - the gate stands without its page
         context.log.warning(f"HTML report not written: {exc}")
     # the diff shown is the failing comparison's (the declared baseline's when none failed)

@@ -7,7 +7,8 @@ from typing import Any
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, dbt_assets
 
-from sqleval_pipeline.defs.resources import OfflineDbtCliResource, SqlevalHome, dbt_project
+from sqleval_pipeline.defs.resources import SqlevalHome
+from sqleval_pipeline.defs.warehouse.dbt_resource import OfflineDbtCliResource, dbt_project
 from sqleval_pipeline.project import Project
 from sqleval_pipeline.warehouse import dbt as dbt_core
 

@@ -33,4 +33,41 @@ def write_report(env: Environment, partition_keys: Sequence[str] | None, out_pat
     return out_path
 
 
-__all__ = ["write_report"]
+def report_inputs(env: Environment, partition_key: str, batch_id: str) -> str:
+    """The digest of everything a batch's page is made from (derived.py): the batch's files,
+    every stored scorecard (the trend, by size and time), the golden set, the decisions, the
+    judges' calibration, the guardrail evidence, the pinned snapshot and the reporting code."""
+    from sqleval_pipeline.derived import code_digest, inputs_digest, stat_fingerprint
+    from sqleval_pipeline.generation.runner import golden_hash
+    from sqleval_pipeline.reporting.html.evidence import GUARDRAILS_REPORT, build_root
+
+    folder = env.store.batch_dir(partition_key, batch_id)
+    runs = env.store.root / "runs"
+    stored = sorted(runs.glob("*/*/scorecard.json")) + sorted(runs.glob("*/*/batch.json"))
+    return inputs_digest(
+        "report", code_digest("sqleval_pipeline.reporting"), golden_hash(env.cases), env.snapshot_id,
+        stat_fingerprint([env.serving, env.project.file]), env.decisions,
+        env.store.root / "calibration.json", build_root(env) / GUARDRAILS_REPORT,
+        Path(env.project.guard_policy_path), partition_key, batch_id,
+        *(folder / n for n in ("batch.json", "scorecard.json", "comparisons.json", "grades.parquet",
+                               "diagnoses.parquet", "attempts.parquet", "executions.parquet",
+                               "diff.json", "gate.json", "calibrated_refusal.json")),
+        stat_fingerprint(stored))
+
+
+def batch_report(env: Environment, partition_key: str, batch_id: str) -> Path:
+    """The batch's page (``report.html`` in its folder), written unless the page there was
+    made from the same inputs (:func:`report_inputs`)."""
+    from sqleval_pipeline import derived
+
+    folder = env.store.batch_dir(partition_key, batch_id)
+    digest = report_inputs(env, partition_key, batch_id)
+    done = derived.reusable(folder, "report.html", digest)
+    if done is not None:
+        return done
+    out = write_report(env, [partition_key], folder / "report.html")
+    derived.record(folder, "report.html", digest)
+    return out
+
+
+__all__ = ["batch_report", "report_inputs", "write_report"]
