@@ -38,6 +38,7 @@ from sqleval_pipeline import evaluation as ev
 from sqleval_pipeline.evaluation import grade_batch, score_batch
 from sqleval_pipeline.records import save_records
 from sqleval_pipeline.scoring.changes import INPUTS_FILE, Change, RunInputs, what_changed
+from sqleval_pipeline.scoring.gate import ThresholdCheck, check_thresholds
 from sqleval_pipeline.store import INCONCLUSIVE_ERROR_SHARE
 from sqleval_pipeline.store import BatchInfo, batch_order
 
@@ -65,21 +66,30 @@ class GateReport(BaseModel):
     comparisons: list[Comparison]
     #: why the batch is not a measurement (too many ERROR attempts: an outage), or None
     inconclusive: str | None = None
+    #: the configuration's own limits (``gate:`` latency and cost), checked on this batch's
+    #: scorecard whatever there is to compare with
+    thresholds: list[ThresholdCheck] = Field(default_factory=list)
 
     @property
     def evaluated(self) -> list[Comparison]:
         return [c for c in self.comparisons if c.status != "skipped"]
 
     @property
+    def thresholds_failed(self) -> list[ThresholdCheck]:
+        return [t for t in self.thresholds if not t.passed]
+
+    @property
     def passed(self) -> bool | None:
-        """False when the batch is inconclusive or any comparison failed; None when none could
-        be made (not a pass)."""
-        if self.inconclusive or any(c.status in ("failed", "inconclusive") for c in self.comparisons):
+        """False when the batch is inconclusive, any comparison failed or a limit is exceeded
+        (or unmeasured); None when nothing could be checked (not a pass)."""
+        if self.inconclusive or self.thresholds_failed or \
+                any(c.status in ("failed", "inconclusive") for c in self.comparisons):
             return False
-        return True if self.evaluated else None
+        return True if self.evaluated or self.thresholds else None
 
     def summary(self) -> str:
         parts = [f"INCONCLUSIVE: {self.inconclusive}"] if self.inconclusive else []
+        parts += [t.message for t in self.thresholds]
         for c in self.comparisons:
             if c.status == "skipped":
                 parts.append(f"{c.kind}: skipped ({c.reason})")
@@ -266,7 +276,8 @@ def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
                   "a provider outage or a harness fault, not answers); run the same configuration "
                   "again to retry them")
     report = GateReport(partition_key=batch.partition_key, batch_id=batch.batch_id,
-                        comparisons=comparisons, inconclusive=outage)
+                        comparisons=comparisons, inconclusive=outage,
+                        thresholds=check_thresholds(card, loaded.config.gate))
     env.store.write_json(batch.partition_key, batch.batch_id, COMPARISONS_FILE,
                          report.model_dump(mode="json"))
     derived.record(folder, COMPARISONS_FILE, digest)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -235,6 +236,46 @@ class ContextSettings(_Strict):
     sample_values: int = Field(default=3, ge=0, le=10)
 
 
+class Pricing(_Strict):
+    """The price of asking the system one question (``pricing:``): per million input and
+    output tokens, plus a fixed price per request. Not part of the version: it changes what
+    an answer costs, not what the system answers.
+
+    >>> Pricing(input_per_million_tokens=3.0, output_per_million_tokens=15.0).currency
+    'USD'
+    """
+
+    currency: str = Field(default="USD", description="ISO 4217 code, e.g. USD, EUR")
+    input_per_million_tokens: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    output_per_million_tokens: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    per_request: float = Field(default=0.0, ge=0, allow_inf_nan=False,
+                               description="charged once per question asked")
+
+    @field_validator("currency", mode="before")
+    @classmethod
+    def _currency(cls, v: Any) -> Any:
+        if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z]{3}", v.strip()):
+            raise InputError(f"{v!r} is not a currency code: write three letters, e.g. USD or EUR")
+        return v.strip().upper()
+
+
+class GateSettings(_Strict):
+    """Limits the regression gate checks on the candidate's own scorecard (``gate:``), besides
+    comparing it with earlier ones. Unset: not checked. Not part of the version."""
+
+    max_p95_latency_s: float | None = Field(default=None, gt=0, allow_inf_nan=False,
+                                            description="fail when the p95 latency per question "
+                                            "is above this many seconds")
+    max_cost_per_question: float | None = Field(default=None, ge=0, allow_inf_nan=False,
+                                                description="fail when the mean cost per question "
+                                                "(in pricing.currency) is above this")
+
+    @property
+    def any(self) -> bool:
+        """True when a limit is set."""
+        return self.max_p95_latency_s is not None or self.max_cost_per_question is not None
+
+
 class Configuration(_Strict):
     name: str = Field(pattern=_NAME_RE)
     description: str = ""
@@ -259,6 +300,10 @@ class Configuration(_Strict):
     tuned_on_dev: bool = Field(default=False, description="label dev accuracy as tuned")
     tuned_on_heldout: bool = Field(default=False, description="label held-out accuracy as tuned "
                                    "too (its cases were read while the system was built)")
+    pricing: Pricing | None = Field(default=None, description="price table: the scorecard's "
+                                    "cost per question")
+    gate: GateSettings = Field(default_factory=GateSettings, description="limits checked on the "
+                               "candidate's scorecard (p95 latency, cost per question)")
 
     @field_validator("runs")
     @classmethod
@@ -268,6 +313,15 @@ class Configuration(_Strict):
                 f"{v} is below the floor of {MIN_RUNS} (one run has no error bar, spread or "
                 "flip rate); set allow_fewer_runs: true to override deliberately"
             )
+        return v
+
+    @field_validator("gate")
+    @classmethod
+    def _gate(cls, v: GateSettings, info: ValidationInfo) -> GateSettings:
+        if v.max_cost_per_question is not None and info.data.get("pricing") is None:
+            raise InputError("max_cost_per_question needs a price table to compute a cost: add "
+                             "pricing: {currency: USD, input_per_million_tokens: …, "
+                             "output_per_million_tokens: …}, or remove the threshold")
         return v
 
     @field_validator("dialect")
@@ -384,7 +438,7 @@ class ConfigError(SqlevalError, ValueError):
 #: fields that do not change what the system under test answers
 NON_DEFINING_FIELDS = ("description", "active", "concurrency", "timeout_s", "max_retries",
                        "judge", "judge_model", "judge_sees_rows", "baseline", "tuned_on_dev",
-                       "tuned_on_heldout")
+                       "tuned_on_heldout", "pricing", "gate")
 
 
 def canonical_json(data: Any) -> str:

@@ -371,10 +371,13 @@ def score_batch(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
                                                  "grades.parquet"), Grade)
     dpath = env.store.artifact(batch.partition_key, batch.batch_id, "diagnoses.parquet")
     diagnoses = load_artifact(dpath, Diagnosis) or []
+    attempts = env.store.artifact(batch.partition_key, batch.batch_id, "attempts.parquet")
     card: Scorecard = build_scorecard(grades, diagnoses, config_version=loaded.version,
                                       tuned=loaded.config.tuned_on_dev,
                                       tuned_heldout=loaded.config.tuned_on_heldout,
-                                      label=loaded.partition_key)
+                                      label=loaded.partition_key,
+                                      attempts=attempts if attempts.exists() else None,
+                                      pricing=loaded.config.pricing)
     return card.model_copy(update={"policy_version": batch.policy_version})
 
 
@@ -386,7 +389,8 @@ def scorecard_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo) -
     return inputs_digest("scorecard", code_digest("sqleval_pipeline.scoring", "sqleval_pipeline.evaluation"),
                          folder / "grades.parquet", folder / "diagnoses.parquet", loaded.version,
                          loaded.partition_key, loaded.config.tuned_on_dev, loaded.config.tuned_on_heldout,
-                         batch.policy_version)
+                         batch.policy_version, folder / "attempts.parquet",
+                         loaded.config.pricing.model_dump(mode="json") if loaded.config.pricing else None)
 
 
 def stage_scorecard(env: Environment, loaded: LoadedConfig, batch: BatchInfo):

@@ -68,7 +68,24 @@ class AttemptKey(BaseModel):
 
 
 class Usage(BaseModel):
-    """Provider usage for one attempt (all optional: not every generator reports them)."""
+    """Provider usage for one attempt (all optional: not every generator reports them).
+
+    None means *not recorded*, never zero: a provider that reports no tokens leaves them None.
+
+    * ``input_tokens`` / ``output_tokens``: as the provider reported them (Anthropic, OpenAI,
+      a service's ``usage`` block, a recorded answers file);
+    * ``latency_ms``: the generator's own timing of its last, successful call (retries not
+      included), or the latency a recorded answers file gives;
+    * ``wall_s``: seconds from asking the question to having the answer (or giving up), as the
+      attempt runner measured it around the generator, **retries and their waits included**;
+      for recorded answers, the file's ``latency_ms`` (the replay itself is not timed). The
+      scorecard's latency is this field. Attempts made before it existed load with None.
+    * ``cost_usd``: a cost the generator itself knows (the offline baseline: 0); the
+      scorecard's cost comes from the configuration's price table instead.
+
+    >>> Usage.model_validate({"input_tokens": 12, "latency_ms": 80.5}).wall_s is None
+    True
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -76,6 +93,8 @@ class Usage(BaseModel):
     output_tokens: int | None = None
     latency_ms: float | None = None
     cost_usd: float | None = None
+    wall_s: float | None = Field(default=None, ge=0, description="seconds around the call, "
+                                 "retries and waits included (None: not measured)")
 
 
 class Attempt(AttemptKey):
@@ -98,7 +117,8 @@ class Attempt(AttemptKey):
     generator: str | None = Field(default=None, description="generator kind and name")
     prompt: str | None = Field(default=None, description="the rendered prompt, when there is one")
     raw_response: str | None = None
-    retries: int = 0
+    retries: int = Field(default=0, description="retries the runner made (``usage.wall_s`` "
+                         "includes them and their waits)")
     temperature: float | None = None
     temperature_settable: bool | None = None
     created_at: str | None = Field(default=None, description="UTC ISO timestamp of the answer")

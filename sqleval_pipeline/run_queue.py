@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 # the module Dagster's own docs name for it in dagster.yaml (it is not exported at the top)

@@ -92,3 +92,30 @@ def test_a_noop_materialization_rewrites_nothing_and_parses_each_configuration_o
     config_files = sorted(str(p) for p in (location.EVALS_DIR / "configs").glob("*.yaml"))
     assert parsed and sorted(set(parsed)) == sorted(set(parsed) & set(config_files))
     assert len(parsed) == len(set(parsed)), f"a configuration parsed more than once: {parsed}"
+
+
+def test_the_configurations_own_limits_gate_a_batch_with_nothing_to_compare_with(env, tmp_path):
+    """gate: limits are checked on the batch's own scorecard, also for a first batch of a root
+    configuration (no comparison): exceeded is FAILED, within is PASSED (not "not gated")."""
+    from sqleval_pipeline.project import current
+    from sqleval_pipeline.reporting.status import FAILED, PASSED, gate_status
+
+    def config(name: str, limit: float):
+        f = tmp_path / f"{name}.yaml"
+        f.write_text(f"name: {name}\ngenerator: {{kind: baseline}}\ncontext: {{curation: false}}\n"
+                     f"gate: {{max_p95_latency_s: {limit}}}\n")
+        return load_config(f, project=current())
+
+    tight = cmp.evaluate(env, config("tight", 1e-9), case_ids=CASES)
+    folder = env.store.batch_dir(tight.batch.partition_key, tight.batch.batch_id)
+    report = cmp.GateReport.model_validate_json((folder / "comparisons.json").read_text())
+    assert all(c.status == "skipped" for c in report.comparisons)
+    (check,) = report.thresholds
+    assert check.name == "max_p95_latency_s" and check.status == "failed" and check.value > 1e-9
+    assert report.passed is False and gate_status(None, report)[0] == FAILED
+
+    loose = cmp.evaluate(env, config("loose", 3600), case_ids=CASES)
+    folder = env.store.batch_dir(loose.batch.partition_key, loose.batch.batch_id)
+    report = cmp.GateReport.model_validate_json((folder / "comparisons.json").read_text())
+    assert [t.status for t in report.thresholds] == ["passed"]
+    assert report.passed is True and gate_status(None, report)[0] == PASSED

@@ -11,6 +11,11 @@ present but empty/null SQL with no refusal is a refusal ("the service returned n
 missing SQL path is a ``malformed_response``. Transport failures and error statuses become
 :class:`ProviderError` codes in :mod:`sqleval_pipeline.providers.http` (plain JSON over HTTP).
 
+Tokens are recorded when the response reports them in a ``usage`` object — at the top level,
+or beside the SQL (the object ``sql_path`` points into) — as ``input_tokens`` /
+``output_tokens`` or ``prompt_tokens`` / ``completion_tokens`` (integers >= 0); otherwise they
+stay None (:func:`reported_tokens`).
+
 >>> get_path({"choices": [{"sql": "SELECT 1"}]}, "choices.0.sql")
 'SELECT 1'
 >>> get_path({"a": {"b": None}}, "a.b") is None, get_path({"a": 1}, "a.b") is MISSING
@@ -164,7 +169,9 @@ class HttpGenerator:
         self.close()
 
     def _output(self, document: Any, raw: str | None, latency_ms: float) -> GenerationOutput:
-        common = {"usage": Usage(latency_ms=round(latency_ms, 3)), "raw_response": raw}
+        tokens_in, tokens_out = reported_tokens(document, self.settings.sql_path)
+        common = {"usage": Usage(latency_ms=round(latency_ms, 3), input_tokens=tokens_in,
+                                 output_tokens=tokens_out), "raw_response": raw}
         if self.settings.refusal_path:
             refusal = get_path(document, self.settings.refusal_path)
             if refusal is not MISSING and refusal not in (None, False, ""):
@@ -188,3 +195,36 @@ class HttpGenerator:
                                 f"{type(sql).__name__}, not a string", retryable=True,
                                 raw_response=raw)
         return GenerationOutput(kind="sql", sql=sql.strip(), **common)
+
+
+#: the names a ``usage`` object gives input and output tokens (Anthropic's, then OpenAI's)
+_TOKEN_NAMES = (("input_tokens", "prompt_tokens"), ("output_tokens", "completion_tokens"))
+
+
+def reported_tokens(document: Any, sql_path: str = "sql") -> tuple[int | None, int | None]:
+    """(input, output) tokens from a ``usage`` object at the top of the response or beside its
+    SQL; None for what is not reported (never 0 for "unknown").
+
+    >>> reported_tokens({"sql": "SELECT 1", "usage": {"input_tokens": 812, "output_tokens": 40}})
+    (812, 40)
+    >>> reported_tokens({"data": {"sql": "SELECT 1", "usage": {"prompt_tokens": 9}}}, "data.sql")
+    (9, None)
+    >>> reported_tokens({"sql": "SELECT 1", "usage": {"input_tokens": "many"}})
+    (None, None)
+    """
+    places = [document]
+    parent = sql_path.rpartition(".")[0]
+    if parent:
+        places.append(get_path(document, parent))
+    found: list[int | None] = [None, None]
+    for place in places:
+        usage = place.get("usage") if isinstance(place, dict) else None
+        if not isinstance(usage, dict):
+            continue
+        for i, names in enumerate(_TOKEN_NAMES):
+            for name in names:
+                value = usage.get(name)
+                if found[i] is None and isinstance(value, int) and not isinstance(value, bool) \
+                        and value >= 0:
+                    found[i] = value
+    return found[0], found[1]

@@ -5,8 +5,9 @@ One answer per line, either SQL or a refusal::
     {"case_id": "q01", "run_index": 0, "sql": "SELECT count(*) FROM marts.fct_orders"}
     {"case_id": "q02", "run_index": 0, "refusal": "salaries are not in the warehouse"}
 
-Optional fields are kept for audit: ``model`` (str), ``latency_ms`` (number),
-``input_tokens``/``output_tokens`` (int). Other keys are ignored. The file is loaded and
+Optional fields are kept: ``model`` (str), ``latency_ms`` (number: the answer's latency, which
+the scorecard reports; without it the latency is not recorded), ``input_tokens`` /
+``output_tokens`` (int: the scorecard's tokens and cost). Other keys are ignored. The file is loaded and
 checked when the generator is built; an error names ``file:line`` and the field.
 A (case, run) the file lacks is a non-retryable ``harness_error`` saying which runs the file
 does have for that case.
@@ -22,7 +23,6 @@ does have for that case.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +70,9 @@ class RecordedGenerator:
     in_process = True
     #: no model provider is called: its answers are not counted as provider calls
     calls_provider = False
+    #: the answers were made elsewhere: the runner does not time the replay; an answer's
+    #: latency is the file's ``latency_ms`` (``usage.wall_s``), else not recorded
+    live = False
 
     def __init__(self, settings: RecordedSettings, root: Path) -> None:
         self.settings = settings
@@ -109,7 +112,6 @@ class RecordedGenerator:
 
     def generate(self, ctx: GenerationContext) -> GenerationOutput:
         """The recorded answer for ``(ctx.case_id, ctx.run_index)``."""
-        started = time.perf_counter()
         answer = self._answers.get((ctx.case_id, ctx.run_index))
         if answer is None:
             have = self._runs.get(ctx.case_id)
@@ -124,9 +126,11 @@ class RecordedGenerator:
                 f"{detail}",
                 retryable=False,
             )
-        usage = answer.usage or Usage()
-        if usage.latency_ms is None:
-            usage = usage.model_copy(update={"latency_ms": round((time.perf_counter() - started) * 1000, 3)})
+        # the file's numbers only: replaying takes microseconds, which says nothing about how
+        # long the system took (a missing latency stays None, never a made-up one)
+        usage = answer.usage
+        if usage is not None and usage.latency_ms is not None:
+            usage = usage.model_copy(update={"wall_s": usage.latency_ms / 1000.0})
         common = {"usage": usage, "raw_response": answer.text, "model": answer.model}
         if answer.refusal is not None:
             return GenerationOutput(kind="refusal", refusal_reason=answer.refusal, **common)

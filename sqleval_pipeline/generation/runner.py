@@ -12,6 +12,9 @@
 * Provider failures are retried with exponential backoff (honouring ``retry-after``); an
   attempt whose provider cannot be reached ends as ``kind="error"`` (graded ERROR, outside the
   denominator), never as a wrong answer.
+* Every attempt records its wall time (``usage.wall_s``: from the first call to the answer or
+  to giving up, retries and their waits included) and its retries; tokens are what the
+  generator's provider reported (None when it reports none).
 * When every attempt is in, the journal is consolidated into ``attempts.parquet`` (streamed,
   in case and run order) and the batch is marked complete; re-running a complete batch makes
   no provider calls.
@@ -36,7 +39,7 @@ from sqleval_pipeline.generation.base import Generator, ProviderError
 from sqleval_pipeline.generation.context import ContextBuilder
 from sqleval_pipeline.generation.retry import call_with_retries
 from sqleval_pipeline.golden.model import Case
-from sqleval_pipeline.records import Attempt, RecordWriter, count_records, load_records
+from sqleval_pipeline.records import Attempt, RecordWriter, Usage, count_records, load_records
 from sqleval_pipeline.store import BatchInfo, Store, file_lock
 from sqleval_pipeline.textfiles import atomic_path
 
@@ -98,26 +101,49 @@ def _call(generator: Generator, ctx, max_retries: int, calls: _Counter, sleep):
     return call_with_retries(once, max_retries=max_retries, sleep=sleep, on_retry=waiting)
 
 
+def _timed(usage: Usage | None, seconds: float | None) -> Usage | None:
+    """``usage`` with the runner's wall time (``None``: not measured, the generator's own
+    ``wall_s`` is kept — a recorded answer's latency)."""
+    if seconds is None:
+        return usage
+    return (usage or Usage()).model_copy(update={"wall_s": round(max(seconds, 0.0), 6)})
+
+
 def make_attempt(case: Case, run_index: int, *, config_version: str, batch_id: str,
                  generator: Generator, builder: ContextBuilder, max_retries: int,
-                 calls: _Counter, sleep=time.sleep) -> Attempt:
+                 calls: _Counter, sleep=time.sleep,
+                 clock: Callable[[], float] = time.perf_counter) -> Attempt:
+    """One attempt: the generator called (and retried) for ``case`` run ``run_index``.
+
+    The wall time from the first call to the answer — or to giving up — retries and their
+    waits included, is recorded as ``usage.wall_s`` (read from ``clock``, in seconds), for
+    answers and errors alike; a generator that replays answers made elsewhere (``live =
+    False``: recorded answers) is not timed, its own ``wall_s`` is kept."""
     ctx = builder.build(case.id, case.question, run_index)
     base = dict(config_version=config_version, case_id=case.id, run_index=run_index,
                 batch_id=batch_id, generator=generator.name, prompt=ctx.prompt,
                 created_at=dt.datetime.now(dt.UTC).isoformat(timespec="microseconds"))
+    live = getattr(generator, "live", True)
+    started = clock()
+
+    def elapsed() -> float | None:
+        return clock() - started if live else None
+
     try:
         out, retries = _call(generator, ctx, max_retries, calls, sleep)
     except ProviderError as exc:
+        seconds = elapsed()
         gave_up = getattr(exc, "gave_up", None)
         message = f"{exc.message} (not retried: {gave_up})" if gave_up else exc.message
         if gave_up:
             log.warning("%s on %s run %d: %s; %s", generator.name, case.id, run_index, exc.code, gave_up)
         return Attempt(**base, kind="error", error_code=exc.code, error_message=message,
-                       raw_response=exc.raw_response, retries=getattr(exc, "retries", 0))
+                       raw_response=exc.raw_response, retries=getattr(exc, "retries", 0),
+                       usage=_timed(None, seconds))
     except Exception as exc:  # a generator bug is a harness fault, never the system's answer
         return Attempt(**base, kind="error", error_code="harness_error",
-                       error_message=f"{type(exc).__name__}: {exc}")
-    common = dict(model=out.model, usage=out.usage, raw_response=out.raw_response,
+                       error_message=f"{type(exc).__name__}: {exc}", usage=_timed(None, elapsed()))
+    common = dict(model=out.model, usage=_timed(out.usage, elapsed()), raw_response=out.raw_response,
                   retries=retries, temperature=out.temperature,
                   temperature_settable=out.temperature_settable)
     if out.kind == "sql" and out.sql and out.sql.strip():
@@ -249,6 +275,7 @@ def run_attempts(
     *, store: Store, info: BatchInfo, cases: Sequence[Case], generator: Generator | None,
     builder: ContextBuilder | None, concurrency: int, max_retries: int,
     on_progress: Callable[[int, int], None] | None = None, sleep=time.sleep,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> RunResult:
     """Fill the batch with attempts (resuming), consolidate, and mark it complete.
 
@@ -259,11 +286,11 @@ def run_attempts(
         info = store.get(info.partition_key, info.batch_id) or info
         return _run_locked(store=store, info=info, cases=cases, generator=generator,
                            builder=builder, concurrency=concurrency, max_retries=max_retries,
-                           on_progress=on_progress, sleep=sleep)
+                           on_progress=on_progress, sleep=sleep, clock=clock)
 
 
 def _run_locked(*, store, info, cases, generator, builder, concurrency, max_retries,
-                on_progress, sleep) -> RunResult:
+                on_progress, sleep, clock=time.perf_counter) -> RunResult:
     started = time.perf_counter()
     bdir = store.batch_dir(info.partition_key, info.batch_id)
     final = bdir / "attempts.parquet"
@@ -300,7 +327,7 @@ def _run_locked(*, store, info, cases, generator, builder, concurrency, max_retr
     if on_progress:
         on_progress(resumed, total)
     kw = dict(config_version=info.config_version, batch_id=info.batch_id, generator=generator,
-              builder=builder, max_retries=max_retries, calls=calls, sleep=sleep)
+              builder=builder, max_retries=max_retries, calls=calls, sleep=sleep, clock=clock)
     journal = Journal(parts)
     finished = resumed
     try:

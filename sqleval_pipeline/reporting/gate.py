@@ -32,6 +32,8 @@ def failing_first(report: GateReport) -> list:
 @visible_text
 def gate_report_markdown(report: GateReport) -> str:
     out = [f"## Regression gate: {_verdict(report)}", ""]
+    for t in report.thresholds_failed:  # the configuration's own limits lead when exceeded
+        out += [f"**Limit failed: {t.message}**", ""]
     failed = [c for c in report.comparisons if c.status == "failed"]
     if failed:
         out += ["**Failed against " + "; ".join(
@@ -55,6 +57,9 @@ def gate_report_markdown(report: GateReport) -> str:
             continue
         out += ["", f"### {_LABEL[c.kind]}: {c.status}", "", c.reason, "", "What changed:"]
         out += [f"- {ch.field}: `{ch.baseline}` → `{ch.candidate}`" for ch in c.changes] or ["- nothing recorded"]
+    if report.thresholds:
+        out += ["", "### Limits (gate:)", ""]
+        out += [f"- {t.status}: {t.message}" for t in report.thresholds]
     return "\n".join(out) + "\n"
 
 
@@ -74,6 +79,9 @@ def render_gate_report(report: GateReport, console: Console | None = None) -> No
                   pct(c.delta, signed=True) if c.delta is not None else "",
                   escape(", ".join(c.newly_failing[:8]) + (" …" if len(c.newly_failing) > 8 else "")))
     console.print(t)
+    for th in report.thresholds:
+        style = "green" if th.passed else "bold red"
+        console.print(f"[{style}]limit {th.status}[/{style}]: {escape(th.message)}")
     for c in report.comparisons:
         if c.status == "skipped":
             console.print(f"[dim]{_LABEL[c.kind]}: skipped — {escape(c.reason)}[/dim]")

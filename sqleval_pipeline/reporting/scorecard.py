@@ -20,6 +20,7 @@ from rich.table import Table
 from sqleval_pipeline.scoring.diff import Diff
 from sqleval_pipeline.scoring.gate import GateResult
 from sqleval_pipeline.scoring.scorecard import Interval, Rate, Scorecard, SliceMetrics, method_legend, ranked
+from sqleval_pipeline.scoring.usage import usage_lines
 from sqleval_pipeline.textfiles import visible_text
 
 #: facet values and tags listed per scorecard rendering (most cases first; scorecard.json
@@ -107,6 +108,7 @@ def _summary_lines(sc: Scorecard) -> list[tuple[str, str]]:
             " — " + ", ".join(f"{k}: {v}" for k, v in sc.errors.by_reason.items()) if sc.errors.by_reason else "")),
         ("execution-only (unverified cases)", fmt_rate(sc.execution_only.executed_ok)
          + (f" — {sc.execution_only_note()}" if sc.execution_only_note() else "")),
+        *usage_lines(sc.usage),
         ("power", sc.power.verdict),
         ("cases needed (3/5/10 points)", ", ".join(
             f"{r.difference_points}pt: {r.cases_needed_clustered}" for r in sc.power.rows)
@@ -233,16 +235,24 @@ def diff_markdown(d: Diff) -> str:
     return "\n".join(out) + "\n"
 
 
+def _threshold_lines(r: GateResult) -> list[str]:
+    """One line per limit of the gate: ``max_p95_latency_s: passed — p95 latency …``."""
+    return [f"{t.name}: {t.status.replace('_', ' ')} — {t.message}" for t in r.thresholds]
+
+
 def render_gate(r: GateResult, console: Console | None = None) -> None:
     console = console or Console()
     style = "green" if r.passed else "red"
-    console.print(f"[{style}]{r.message}[/{style}]")
+    console.print(f"[{style}]{escape(r.message)}[/{style}]")
     console.print(f"accuracy {pct(r.baseline_accuracy)} → {pct(r.candidate_accuracy)} ({pct(r.delta, signed=True)} points)")
+    for line in _threshold_lines(r):
+        console.print(f"limit {escape(line)}")
 
 
 @visible_text
 def gate_markdown(r: GateResult) -> str:
     status = "PASSED" if r.passed else "FAILED"
+    limits = "".join(f"- limit {line}\n" for line in _threshold_lines(r))
     return (f"## Regression gate: {status}\n\n{r.message}\n\n"
             f"accuracy {pct(r.baseline_accuracy)} → {pct(r.candidate_accuracy)} "
-            f"({pct(r.delta, signed=True)} points)\n")
+            f"({pct(r.delta, signed=True)} points)\n" + (f"\n{limits}" if limits else ""))

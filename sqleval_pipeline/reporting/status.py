@@ -40,10 +40,10 @@ def gate_status(card, report=None, gate=None) -> tuple[str, str]:
     if report is not None:
         if report.inconclusive or any(c.status == "inconclusive" for c in report.comparisons):
             status = INCONCLUSIVE
-        elif any(c.status == "failed" for c in report.comparisons):
+        elif any(c.status == "failed" for c in report.comparisons) or report.thresholds_failed:
             status = FAILED
         else:
-            status = PASSED if report.evaluated else NOT_GATED
+            status = PASSED if report.evaluated or report.thresholds else NOT_GATED
         return status, report.summary()
     if gate is not None:
         return (INCONCLUSIVE if gate.inconclusive else PASSED if gate.passed else FAILED), gate.message

@@ -4,7 +4,9 @@
 """
 
 from sqleval_pipeline.scoring.diff import Diff, IncomparableScorecards, check_comparable, diff
-from sqleval_pipeline.scoring.gate import Decision, GateResult, gate, load_decisions
+from sqleval_pipeline.scoring.gate import (
+    Decision, GateResult, ThresholdCheck, check_thresholds, gate, load_decisions,
+)
 from sqleval_pipeline.scoring.scorecard import (
     CalibratedRefusal,
     Scorecard,
@@ -12,6 +14,7 @@ from sqleval_pipeline.scoring.scorecard import (
     calibrated_refusal,
     load_scorecard,
 )
+from sqleval_pipeline.scoring.usage import UsageMetrics, usage_metrics
 
 __all__ = [
     "CalibratedRefusal",
@@ -20,11 +23,15 @@ __all__ = [
     "GateResult",
     "IncomparableScorecards",
     "Scorecard",
+    "ThresholdCheck",
+    "UsageMetrics",
     "build_scorecard",
     "calibrated_refusal",
     "check_comparable",
+    "check_thresholds",
     "diff",
     "gate",
     "load_decisions",
     "load_scorecard",
+    "usage_metrics",
 ]

@@ -25,6 +25,16 @@ whatever its accuracy and whatever the decisions.
 >>> r = gate(sc("base", ["CORRECT", "WRONG"]), sc("cand", ["CORRECT", "ERROR"]), [ok])
 >>> r.passed, r.inconclusive, r.message[:60]
 (False, True, 'gate INCONCLUSIVE: candidate cand: 1 of 2 attempts are ERROR')
+
+Limits (the configuration's ``gate:`` block) are checked on the candidate's own scorecard: a
+p95 latency and a mean cost per question. A limit whose measurement was not recorded fails
+closed, and no decision waives a limit.
+
+>>> from sqleval_pipeline.configs import GateSettings
+>>> r = gate(sc("base", ["CORRECT"]), sc("cand", ["CORRECT"]), [],
+...          thresholds=GateSettings(max_p95_latency_s=5))
+>>> r.passed, r.thresholds[0].status
+(False, 'not_recorded')
 """
 
 from __future__ import annotations
@@ -35,8 +45,11 @@ import os
 from pathlib import Path
 
 import yaml
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sqleval_pipeline.configs import GateSettings
 from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.scoring.diff import Diff, diff
 from sqleval_pipeline.scoring.scorecard import Scorecard
@@ -99,6 +112,76 @@ def load_decisions(path: str | os.PathLike[str] = DEFAULT_DECISIONS) -> list[Dec
     return out
 
 
+class ThresholdCheck(BaseModel):
+    """One limit of the configuration's ``gate:`` block, checked on the candidate's scorecard."""
+
+    name: Literal["max_p95_latency_s", "max_cost_per_question"]
+    limit: float
+    value: float | None = Field(description="the measurement (None: not recorded)")
+    status: Literal["passed", "failed", "not_recorded"]
+    n: int = Field(0, description="attempts the measurement is over")
+    n_attempts: int = Field(0, description="attempts of the scorecard")
+    message: str
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def check_thresholds(candidate: Scorecard, settings: GateSettings | None) -> list[ThresholdCheck]:
+    """The limits set in ``settings`` checked on ``candidate``'s latency and cost per question
+    (docs/configurations.md). A limit whose measurement is missing is ``not_recorded``, which
+    fails: nothing measured is never taken for "within the limit"."""
+    if settings is None or not settings.any:
+        return []
+    u = candidate.usage
+    n_all = u.n_attempts if u is not None else candidate.n_attempts
+    out: list[ThresholdCheck] = []
+    if settings.max_p95_latency_s is not None:
+        limit, name = settings.max_p95_latency_s, "gate.max_p95_latency_s"
+        value = u.latency.p95_s if u is not None else None
+        n = u.latency.n if u is not None else 0
+        if value is None:
+            why = ("the scorecard was built without its attempts" if u is None else
+                   f"0 of {n_all} attempts have a time")
+            out.append(ThresholdCheck(
+                name="max_p95_latency_s", limit=limit, value=None, status="not_recorded", n=0,
+                n_attempts=n_all, message=f"{name} is {_fmt(limit)} s but no latency was recorded "
+                f"({why}): the limit cannot be checked, so it fails"))
+        else:
+            ok = value <= limit
+            out.append(ThresholdCheck(
+                name="max_p95_latency_s", limit=limit, value=value,
+                status="passed" if ok else "failed", n=n, n_attempts=n_all,
+                message=f"p95 latency {value:.3f} s is {'within' if ok else 'above'} {name} = "
+                f"{_fmt(limit)} s (over {n} of {n_all} attempts with a recorded time)"))
+    if settings.max_cost_per_question is not None:
+        limit, name = settings.max_cost_per_question, "gate.max_cost_per_question"
+        cost = u.cost if u is not None else None
+        value = cost.mean_per_question if cost is not None else None
+        if value is None:
+            why = ("the scorecard was built without its attempts" if u is None else
+                   "the scorecard has no price table (pricing: in the configuration)" if cost is None
+                   else f"0 of {n_all} attempts have the token counts the price table needs")
+            out.append(ThresholdCheck(
+                name="max_cost_per_question", limit=limit, value=None, status="not_recorded", n=0,
+                n_attempts=n_all, message=f"{name} is {_fmt(limit)} but no cost was recorded "
+                f"({why}): the limit cannot be checked, so it fails"))
+        else:
+            ok = value <= limit
+            out.append(ThresholdCheck(
+                name="max_cost_per_question", limit=limit, value=value,
+                status="passed" if ok else "failed", n=cost.n, n_attempts=n_all,
+                message=f"mean cost per question {value:.6g} {cost.currency} is "
+                f"{'within' if ok else 'above'} {name} = {_fmt(limit)} {cost.currency} (over "
+                f"{cost.n} of {n_all} attempts)"))
+    return out
+
+
 class GateResult(BaseModel):
     schema_version: str = GATE_SCHEMA
     passed: bool
@@ -116,21 +199,39 @@ class GateResult(BaseModel):
     #: the candidate (or the baseline) is an outage, not a measurement: more than
     #: INCONCLUSIVE_ERROR_SHARE of its attempts are ERROR; no decision can pass it
     inconclusive: bool = False
+    #: the limits of the candidate configuration's ``gate:`` block (latency, cost), checked on
+    #: its scorecard; a limit not met fails the gate whatever the decisions
+    thresholds: list[ThresholdCheck] = Field(default_factory=list)
+
+    @property
+    def thresholds_failed(self) -> list[ThresholdCheck]:
+        return [t for t in self.thresholds if not t.passed]
 
     @property
     def message(self) -> str:
+        limits = [t.message for t in self.thresholds_failed]
         if self.inconclusive:
             return ("gate INCONCLUSIVE: " + "; ".join(self.failures) + ". ERROR attempts are not answers: "
                     "run the same configuration again (its ERROR attempts are retried) once the "
                     "provider or harness works")
-        if not self.failures:
-            return "gate passed: no regression"
+        limit_hint = (" A decision does not waive a limit: make the system faster or cheaper, or "
+                      "change the limit in the configuration's gate: block (not part of its "
+                      "version).") if limits else ""
+        if not self.failures and not limits:
+            met = "; ".join(t.message for t in self.thresholds)
+            return "gate passed: no regression" + (f"; {met}" if met else "")
         if self.waived and self.decision is not None:
             d = self.decision
-            return f"gate passed by decision of {d.who} on {d.date}: {d.why} (regression: {'; '.join(self.failures)})"
-        return "gate FAILED: " + "; ".join(self.failures) + (
+            text = (f"gate passed by decision of {d.who} on {d.date}: {d.why} (regression: "
+                    f"{'; '.join(self.failures)})")
+            return text if not limits else (
+                "gate FAILED: " + "; ".join(limits) + "." + limit_hint + " (The regression "
+                f"itself is accepted by decision of {d.who} on {d.date}: {d.why}.)")
+        if not self.failures:
+            return "gate FAILED: " + "; ".join(limits) + "." + limit_hint
+        return "gate FAILED: " + "; ".join(self.failures + limits) + (
             ". Record an explicit decision in evals/decisions.yaml (who, why, date, baseline, candidate) "
-            "to accept it."
+            "to accept the regression." + limit_hint
         )
 
     def to_json(self) -> str:
@@ -158,24 +259,31 @@ def gate(
     resamples: int = 200,
     candidate_batch: str | None = None,
     drift: bool = False,
+    thresholds: GateSettings | None = None,
 ) -> GateResult:
     """Apply the regression gate (raises IncomparableScorecards like :func:`diff`).
 
     ``drift``: the two are batches of one configuration version (a nightly re-run): only a
     drop whose paired 95% interval lies below zero fails (two runs of one system differ by
     sampling; the failure names the interval and its method), and only a decision naming
-    ``candidate_batch`` accepts it."""
+    ``candidate_batch`` accepts it.
+
+    ``thresholds``: the candidate configuration's ``gate:`` block; its limits are checked on
+    ``candidate`` (:func:`check_thresholds`) and recorded in ``GateResult.thresholds``. A
+    limit not met, or not measured, fails the gate; no decision waives it."""
     outages = [f"{who} {sc.config_version}: {sc.errors.count} of {sc.attempts_total} attempts are ERROR "
                f"({100 * (sc.error_share or 0):.0f}% > {100 * INCONCLUSIVE_ERROR_SHARE:.0f}%)"
                for who, sc in (("candidate", candidate), ("baseline", baseline)) if sc.inconclusive]
     d = comparison or diff(baseline, candidate, rebase=rebase, seed=seed, resamples=resamples)
     acc = d.metric("accuracy")
+    limits = check_thresholds(candidate, thresholds)
     if outages:
         return GateResult(passed=False, waived=False, baseline_config=baseline.config_version,
                           candidate_config=candidate.config_version, baseline_accuracy=acc.baseline,
                           candidate_accuracy=acc.candidate, delta=acc.delta,
                           fail_on_case_regression=fail_on_case_regression, failures=outages,
-                          regressed_cases=d.newly_failing, rebased=d.rebased, inconclusive=True)
+                          regressed_cases=d.newly_failing, rebased=d.rebased, inconclusive=True,
+                          thresholds=limits)
     failures = []
     significant = not drift or (acc.ci is not None and acc.ci.high is not None
                                  and acc.ci.high < -_EPS)
@@ -194,7 +302,7 @@ def gate(
         decision = next((x for x in decisions if x.matches(
             baseline.config_version, candidate.config_version, candidate_batch, drift)), None)
     return GateResult(
-        passed=not failures or decision is not None,
+        passed=(not failures or decision is not None) and all(t.passed for t in limits),
         waived=bool(failures) and decision is not None,
         baseline_config=baseline.config_version,
         candidate_config=candidate.config_version,
@@ -206,4 +314,5 @@ def gate(
         regressed_cases=d.newly_failing,
         decision=decision,
         rebased=d.rebased,
+        thresholds=limits,
     )

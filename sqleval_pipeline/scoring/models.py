@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from sqleval_pipeline.scoring import stats
+from sqleval_pipeline.scoring.usage import UsageMetrics
 from sqleval_pipeline.store import INCONCLUSIVE_ERROR_SHARE
 from sqleval_pipeline.textfiles import write_atomically
 from sqleval_pipeline.errors import InputError
@@ -238,6 +239,9 @@ class Scorecard(BaseModel):
     #: when the scorecard was built ("calibrated: …", "uncalibrated (n < 20): …", "no labels")
     failure_histogram_calibration: str | None = None
     failures_diagnosed: Rate | None = None
+    #: latency, tokens and cost per question (docs/grading.md); None: built without the
+    #: attempts (e.g. from a grades file alone, or written before they were measured)
+    usage: UsageMetrics | None = None
     bootstrap: BootstrapSpec
     cases: list[CaseResult]
     notes: list[str] = Field(default_factory=list)

@@ -20,6 +20,9 @@ bootstrap with fewer, a case bootstrap with one, and Wilson when the bootstrap i
 Every :class:`Interval` records its ``method``. Slices: split, band, difficulty, each facet
 (``by_facet``) and each tag (``by_tag``).
 
+Given the attempts (and the configuration's price table), ``usage`` holds latency, tokens and
+cost per question — per attempt, over the attempts with the value recorded (:mod:`.usage`).
+
 >>> from sqleval_pipeline.records import Grade
 >>> def g(case, run, outcome, band="answerable"):
 ...     return Grade(config_version="c1", case_id=case, run_index=run, outcome=outcome,
@@ -37,14 +40,17 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
 
+from sqleval_pipeline.configs import Pricing
 from sqleval_pipeline.golden.model import BANDS, DIFFICULTIES, SPLITS
-from sqleval_pipeline.records import Diagnosis, Grade
+from sqleval_pipeline.records import Attempt, Diagnosis, Grade
 from sqleval_pipeline.scoring import stats
+from sqleval_pipeline.scoring.usage import AttemptUsage, UsageMetrics, read_attempt_usage, usage_metrics
 from sqleval_pipeline.errors import InputError
 from sqleval_pipeline.scoring.models import (  # noqa: F401 (the scorecard's data, public here too)
     SCORECARD_SCHEMA,
@@ -274,12 +280,17 @@ def build_scorecard(
     seed: int = stats.DEFAULT_SEED,
     resamples: int = stats.DEFAULT_RESAMPLES,
     min_clusters: int = stats.MIN_CLUSTERS,
+    attempts: Iterable[Attempt | AttemptUsage] | str | os.PathLike[str] | None = None,
+    pricing: Pricing | None = None,
 ) -> Scorecard:
     """Compute the scorecard of one configuration version from its grades (+ diagnoses).
 
     ``config_version`` selects one configuration when ``grades`` hold several. Raises
     ValueError on mixed grader versions or snapshots (re-grade first: mixing them mixes metrics).
     ``min_clusters``: fewest clusters for a plain cluster bootstrap (:data:`stats.MIN_CLUSTERS`).
+    ``attempts`` (records, or the batch's attempts file) give latency and tokens per question,
+    and with ``pricing`` (the configuration's price table) cost per question
+    (:mod:`.usage`); only the attempts the grades grade count. Without them ``usage`` is None.
     """
     versions = sorted({g.config_version for g in grades})
     if config_version is None:
@@ -364,6 +375,11 @@ def build_scorecard(
         if o == "WRONG" and r.startswith("answered_should_refuse:guard_blocked")
     )
     n_clusters = len({c.cluster for c in graded_cases})
+    usage: UsageMetrics | None = None
+    if attempts is not None:
+        if isinstance(attempts, (str, os.PathLike)):
+            attempts = read_attempt_usage(Path(attempts))
+        usage = usage_metrics(attempts, pricing, keys={g.key for g in grades})
     return Scorecard(
         config_version=config_version,
         grader_version=gv[0],
@@ -395,6 +411,7 @@ def build_scorecard(
         failure_histogram=histogram,
         failure_histogram_judge=judge,
         failures_diagnosed=diagnosed,
+        usage=usage,
         bootstrap=BootstrapSpec(
             method=(f"percentile bootstrap: clusters with at least {min_clusters} clusters, else the "
                     "wider of cases and clusters (cases alone with one cluster); Wilson or an exact "

@@ -40,7 +40,7 @@ def test_recorded_replays_sql_and_refusal(answers):
     assert isinstance(answers, Generator) and len(answers) == 4
     out = answers.generate(make_context("q01", 0))
     assert (out.kind, out.sql, out.model) == ("sql", "SELECT 1", "vendor-x")
-    assert out.usage == Usage(input_tokens=10, output_tokens=4, latency_ms=812.5)
+    assert out.usage == Usage(input_tokens=10, output_tokens=4, latency_ms=812.5, wall_s=0.8125)
     assert json.loads(out.raw_response)["case_id"] == "q01"
     out = answers.generate(make_context("q01", 1))
     assert (out.kind, out.refusal_reason) == ("refusal", "cannot tell which revenue")
