@@ -341,11 +341,6 @@ class Configuration(_Strict):
         if self.runs < MIN_RUNS:
             log.warning("configuration %s runs each case only %d time(s): no reliable spread or "
                         "flip rate", self.name, self.runs)
-        vendor_dialect = VENDOR_DIALECTS.get(self.generator.kind)
-        if vendor_dialect and self.dialect != vendor_dialect:
-            log.warning("configuration %s: the %s generator answers in %s SQL but dialect is %s; "
-                        "set dialect: %s", self.name, self.generator.kind, vendor_dialect,
-                        self.dialect or "unset (duckdb)", vendor_dialect)
         model = getattr(self.generator, "model", None)
         if self.judge == "llm" and self.judge_model and model and self.judge_model == model:
             raise InputError("judge_model must differ from the model that generates the SQL")
@@ -524,6 +519,11 @@ def _parsed(path: Path, text: str) -> Configuration:
                 loc = [loc[0], *loc[2:]]
             msgs.append(doc.field_error(loc, e["msg"]))
         raise ConfigError("\n".join(msgs)) from exc
+    vendor_dialect = VENDOR_DIALECTS.get(config.generator.kind)
+    if vendor_dialect and config.dialect != vendor_dialect:  # said once per file, when it is read
+        log.warning("%s: the %s generator answers in %s SQL but dialect is %s; set dialect: %s",
+                    path, config.generator.kind, vendor_dialect, config.dialect or "unset (duckdb)",
+                    vendor_dialect)
     if len(_PARSED) >= 256:
         _PARSED.clear()
     _PARSED[key] = config

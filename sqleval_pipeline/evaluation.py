@@ -220,17 +220,20 @@ def grade_stream(env: Environment, batch: BatchInfo, *, skip_unknown: bool = Fal
     batch re-graded for a comparison: a case removed since cannot be compared); otherwise
     they are an error."""
     from sqleval_pipeline.grading import grade_attempt
+    from sqleval_pipeline.grading.vendor_rows import vendor_fields, with_vendor_rows
     from sqleval_pipeline.streams import MissingExecution, joined
 
     attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, "attempts.parquet")
     cases = {c.id: c for c in env.cases}
     try:
-        for a, ex in joined(attempts_path, iter_executions(env, batch)):
+        for a, ex in with_vendor_rows(attempts_path, joined(attempts_path, iter_executions(env, batch))):
             if a.case_id not in cases:
                 if skip_unknown:
                     continue
                 raise EvaluationError(f"attempt for unknown case {a.case_id} in batch {batch.batch_id}")
-            yield grade_attempt(cases[a.case_id], a, ex)
+            grade = grade_attempt(cases[a.case_id], a, ex)
+            extra = vendor_fields(cases[a.case_id], a, ex)  # a vendor's own rows, when it sent them
+            yield grade.model_copy(update=extra) if extra else grade
     except MissingExecution as exc:
         raise EvaluationError(str(exc)) from exc
 

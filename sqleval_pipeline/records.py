@@ -217,6 +217,11 @@ class Grade(AttemptKey):
     #: the case's metadata sqleval inferred (e.g. ``cluster``: the scorecard says the clusters
     #: were derived, not declared)
     inferred: list[str] = Field(default_factory=list)
+    #: the vendor's own rows for this SQL (grading/vendor_rows.py): agree / disagree with
+    #: sqleval's execution, partial, unreadable; None when the vendor sent none
+    vendor_rows: Literal["agree", "disagree", "partial", "unreadable"] | None = None
+    vendor_mismatch: str | None = None
+    vendor_outcome: Outcome | None = None
 
 
 class Diagnosis(AttemptKey):

@@ -109,6 +109,7 @@ def _summary_lines(sc: Scorecard) -> list[tuple[str, str]]:
         ("execution-only (unverified cases)", fmt_rate(sc.execution_only.executed_ok)
          + (f" — {sc.execution_only_note()}" if sc.execution_only_note() else "")),
         *usage_lines(sc.usage),
+        *([("vendor's own rows", sc.vendor_rows.line())] if sc.vendor_rows is not None else []),
         ("power", sc.power.verdict),
         ("cases needed (3/5/10 points)", ", ".join(
             f"{r.difference_points}pt: {r.cases_needed_clustered}" for r in sc.power.rows)

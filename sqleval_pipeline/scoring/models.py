@@ -71,6 +71,46 @@ class Interval(BaseModel):
                    n_cases=e.n_cases)
 
 
+class VendorRows(BaseModel):
+    """Attempts whose vendor sent its own rows for its SQL, compared with sqleval's execution
+    of that SQL on the pinned snapshot, and graded themselves."""
+
+    n_sent: int = Field(description="attempts with the vendor's rows")
+    n_compared: int = Field(description="of those, compared with sqleval's rows (both readable, full)")
+    n_disagree: int
+    disagreeing_cases: list[str] = Field(default_factory=list)
+    n_partial_or_unreadable: int = 0
+    vendor_accuracy: float | None = Field(None, description="CORRECT or CORRECT_FACTS share of the "
+                                          "vendor's graded rows (answerable cases)")
+    n_vendor_graded: int = 0
+
+    def line(self) -> str:
+        acc = ("" if self.vendor_accuracy is None else
+               f"; graded on their own, {100 * self.vendor_accuracy:.1f}% of {self.n_vendor_graded} correct")
+        cases = f" (cases {', '.join(self.disagreeing_cases[:10])}" + (
+            " …)" if len(self.disagreeing_cases) > 10 else ")") if self.disagreeing_cases else ""
+        return (f"{self.n_disagree} of {self.n_compared} attempts' vendor rows disagree with sqleval's "
+                f"execution of the same SQL{cases}{acc}"
+                + (f"; {self.n_partial_or_unreadable} partial or unreadable" if self.n_partial_or_unreadable else ""))
+
+
+def vendor_rows_summary(grades) -> VendorRows | None:
+    """The summary of the grades' vendor fields; None when no attempt had vendor rows."""
+    sent = [g for g in grades if getattr(g, "vendor_rows", None) is not None
+            or getattr(g, "vendor_outcome", None) is not None]
+    if not sent:
+        return None
+    compared = [g for g in sent if g.vendor_rows in ("agree", "disagree")]
+    disagree = [g for g in compared if g.vendor_rows == "disagree"]
+    graded = [g for g in sent if g.vendor_outcome is not None]
+    return VendorRows(
+        n_sent=len(sent), n_compared=len(compared), n_disagree=len(disagree),
+        disagreeing_cases=sorted({g.case_id for g in disagree}),
+        n_partial_or_unreadable=sum(g.vendor_rows in ("partial", "unreadable") for g in sent),
+        vendor_accuracy=(sum(g.vendor_outcome in ("CORRECT", "CORRECT_FACTS") for g in graded) / len(graded)
+                         if graded else None), n_vendor_graded=len(graded))
+
+
 class Rate(BaseModel):
     """``value = num / den`` (None when ``den == 0``) with an optional interval."""
 
@@ -242,6 +282,8 @@ class Scorecard(BaseModel):
     #: latency, tokens and cost per question (docs/grading.md); None: built without the
     #: attempts (e.g. from a grades file alone, or written before they were measured)
     usage: UsageMetrics | None = None
+    #: the vendor's own rows where it sent them (grading/vendor_rows.py); None: none sent
+    vendor_rows: VendorRows | None = None
     bootstrap: BootstrapSpec
     cases: list[CaseResult]
     notes: list[str] = Field(default_factory=list)

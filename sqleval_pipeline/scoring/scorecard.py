@@ -53,6 +53,8 @@ from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.scoring.usage import AttemptUsage, UsageMetrics, read_attempt_usage, usage_metrics
 from sqleval_pipeline.errors import InputError
 from sqleval_pipeline.scoring.models import (  # noqa: F401 (the scorecard's data, public here too)
+    VendorRows,
+    vendor_rows_summary,
     SCORECARD_SCHEMA,
     POWER_DELTAS,
     ANSWERABLE_BANDS,
@@ -412,6 +414,7 @@ def build_scorecard(
         failure_histogram_judge=judge,
         failures_diagnosed=diagnosed,
         usage=usage,
+        vendor_rows=vendor_rows_summary(grades),
         bootstrap=BootstrapSpec(
             method=(f"percentile bootstrap: clusters with at least {min_clusters} clusters, else the "
                     "wider of cases and clusters (cases alone with one cluster); Wilson or an exact "
