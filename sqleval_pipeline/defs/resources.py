@@ -6,6 +6,7 @@ runs dbt: an evaluation never imports dagster-dbt."""
 from pathlib import Path
 
 import dagster as dg
+from pydantic import PrivateAttr
 
 from sqleval_pipeline import paths
 from sqleval_pipeline.project import Project, load_project
@@ -19,9 +20,14 @@ class SqlevalHome(dg.ConfigurableResource):
     manifest_dir: str | None = None
     configs_dir: str | None = None
 
+    _project: Project | None = PrivateAttr(default=None)
+
     @property
     def project(self) -> Project:
-        return load_project(Path(self.project_file))
+        """The project, loaded once per resource instance (a run's steps share it)."""
+        if self._project is None:
+            self._project = load_project(Path(self.project_file))
+        return self._project
 
     @property
     def home(self) -> paths.Home:

@@ -8,8 +8,10 @@ so the UI marks grades stale when the grader changes.
 """
 
 import warnings
+from enum import Enum
 
 import dagster as dg
+from pydantic import Field
 
 from sqleval_pipeline import comparisons
 from sqleval_pipeline import evaluation as ev
@@ -56,13 +58,26 @@ def _where(env, batch, *files: str) -> dict:
     return out
 
 
+class BatchMode(Enum):
+    """``latest`` resumes or reuses the newest batch for the same inputs; ``new`` starts a
+    fresh batch (the nightly re-evaluation, so provider drift shows up)."""
+
+    latest = "latest"
+    new = "new"
+
+
+class Split(Enum):
+    dev = "dev"
+    heldout = "heldout"
+
+
 class AttemptsConfig(dg.Config):
-    batch: str = "latest"
-    """'latest' resumes or reuses the newest batch for the same inputs; 'new' starts a fresh
-    batch (the nightly re-evaluation, so provider drift shows up)."""
-    runs: int | None = None
-    case_ids: list[str] | None = None
-    split: str | None = None
+    """The run config of ``eval_attempts`` (typed: the launchpad offers the choices)."""
+
+    batch: BatchMode = BatchMode.latest
+    runs: int | None = Field(default=None, ge=1, description="runs per case (default: the configuration's)")
+    case_ids: list[str] | None = Field(default=None, description="only these golden cases")
+    split: Split | None = Field(default=None, description="only this split")
 
 
 @dg.asset(partitions_def=config_versions, group_name="evaluation",
@@ -72,8 +87,8 @@ def eval_attempts(context: dg.AssetExecutionContext, config: AttemptsConfig,
     """The system's answers (SQL or refusal) for every case × run of this configuration."""
     env = sqleval.environment()
     loaded = ev.find_config(env, context.partition_key, strict=True)
-    run = ev.stage_attempts(env, loaded, mode=config.batch, runs=config.runs,
-                            case_ids=config.case_ids, split=config.split,
+    run = ev.stage_attempts(env, loaded, mode=BatchMode(config.batch).value, runs=config.runs,
+                            case_ids=config.case_ids, split=Split(config.split).value if config.split else None,
                             progress=progress.reporter())
     return dg.MaterializeResult(metadata={
         **_where(env, run.batch, "attempts.parquet", "inputs.json"),
