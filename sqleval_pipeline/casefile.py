@@ -26,6 +26,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline.configs import ConfigError, LoadedConfig, load_config, load_configs
 from sqleval_pipeline.environment import Environment, EvaluationError
 from sqleval_pipeline.golden.model import Case, EncodedResult
@@ -365,7 +366,7 @@ def case_detail(env: Environment, case_id: str, partition_key: str, batch_id: st
 
     Raises :class:`ShowError` for an unknown case, an unknown version, no (complete) batch,
     an unknown batch, or a case the batch did not evaluate."""
-    from sqleval_pipeline.evaluation import load_artifact
+    from sqleval_pipeline.batch_files import load_artifact
 
     if max_rows < 0:
         raise ShowError(f"--max-rows must be 0 or more, not {max_rows}")
@@ -382,16 +383,16 @@ def case_detail(env: Environment, case_id: str, partition_key: str, batch_id: st
     def art(name: str) -> Path:
         return env.store.artifact(partition_key, batch.batch_id, name)
 
-    attempts = _of_case(load_artifact(art("attempts.parquet"), Attempt), case_id)
+    attempts = _of_case(load_artifact(art(bf.ATTEMPTS), Attempt), case_id)
     if not attempts:
         raise ShowError(f"batch {batch.batch_id} of {partition_key} has no stored attempts of "
                         f"{case_id} yet (status {batch.status}); resume it with "
                         f"{_run_hint(env, partition_key)} or pick another with --batch")
-    executions = _of_case(load_artifact(art("executions.parquet"), Execution), case_id)
-    graded = art("grades.parquet").exists()
-    grades = _of_case(load_artifact(art("grades.parquet"), Grade), case_id)
+    executions = _of_case(load_artifact(art(bf.EXECUTIONS), Execution), case_id)
+    graded = art(bf.GRADES).exists()
+    grades = _of_case(load_artifact(art(bf.GRADES), Grade), case_id)
     diagnoses: dict[int, list[Diagnosis]] = {}
-    for d in load_artifact(art("diagnoses.parquet"), Diagnosis) or []:
+    for d in load_artifact(art(bf.DIAGNOSES), Diagnosis) or []:
         if d.case_id == case_id:
             diagnoses.setdefault(d.run_index, []).append(d)
     return _detail(partition_key, case, batch, attempts, executions, grades, diagnoses, max_rows,
@@ -404,7 +405,7 @@ def batch_details(env: Environment, partition_key: str, batch_id: str | None = N
     version ``partition_key``, as :func:`case_detail` gives one, reading each stored artifact
     once. Cases with no stored attempt, or no longer in the golden set, are left out (the
     caller compares with the batch's ``case_ids``); ordered like the batch's cases."""
-    from sqleval_pipeline.evaluation import load_artifact
+    from sqleval_pipeline.batch_files import load_artifact
 
     if max_rows < 0:
         raise ShowError(f"--max-rows must be 0 or more, not {max_rows}")
@@ -420,10 +421,10 @@ def batch_details(env: Environment, partition_key: str, batch_id: str | None = N
                 runs[r.run_index] = r
         return out
 
-    attempts, executions = grouped("attempts.parquet", Attempt), grouped("executions.parquet", Execution)
-    grades, diagnoses = grouped("grades.parquet", Grade), grouped("diagnoses.parquet", Diagnosis, True)
+    attempts, executions = grouped(bf.ATTEMPTS, Attempt), grouped(bf.EXECUTIONS, Execution)
+    grades, diagnoses = grouped(bf.GRADES, Grade), grouped(bf.DIAGNOSES, Diagnosis, True)
     common = _batch_notes(env, batch, env.store.artifact(partition_key, batch.batch_id,
-                                                          "grades.parquet").exists())
+                                                          bf.GRADES).exists())
     cases = {c.id: c for c in env.cases}
     return [_detail(partition_key, cases[cid], batch, attempts[cid], executions.get(cid, {}),
                     grades.get(cid, {}), diagnoses.get(cid, {}), max_rows,

@@ -30,6 +30,7 @@ from typing import Literal
 import duckdb
 from pydantic import BaseModel, Field
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline import derived
 from sqleval_pipeline.configs import LoadedConfig, load_configs
 from sqleval_pipeline.derived import code_digest, inputs_digest
@@ -42,7 +43,7 @@ from sqleval_pipeline.scoring.gate import ThresholdCheck, check_thresholds
 from sqleval_pipeline.store import INCONCLUSIVE_ERROR_SHARE
 from sqleval_pipeline.store import BatchInfo, batch_order
 
-COMPARISONS_FILE = "comparisons.json"
+COMPARISONS_FILE = bf.COMPARISONS
 Kind = Literal["baseline", "previous_version", "previous_batch"]
 
 
@@ -124,16 +125,16 @@ def batch_inputs(env: Environment, batch: BatchInfo, card=None,
     models: list[str] = []
     con = duckdb.connect()
     try:
-        if (folder / "diagnoses.parquet").exists():
+        if (folder / bf.DIAGNOSES).exists():
             rows = con.execute("SELECT DISTINCT judge, coalesce(judge_version, 'unversioned') "
                                "FROM read_parquet(?) ORDER BY 1, 2",
-                               [str(folder / "diagnoses.parquet")]).fetchall()
+                               [str(folder / bf.DIAGNOSES)]).fetchall()
             for judge, version in rows:
                 judges[judge] = version if judge not in judges else f"{judges[judge]},{version}"
-        if (folder / "attempts.parquet").exists():
+        if (folder / bf.ATTEMPTS).exists():
             models = [r[0] for r in con.execute(
                 "SELECT DISTINCT model FROM read_parquet(?) WHERE model IS NOT NULL ORDER BY 1",
-                [str(folder / "attempts.parquet")]).fetchall()]
+                [str(folder / bf.ATTEMPTS)]).fetchall()]
     finally:
         con.close()
     return RunInputs(
@@ -151,7 +152,7 @@ def batch_inputs(env: Environment, batch: BatchInfo, card=None,
 def _scorecard_of(env: Environment, batch: BatchInfo):
     from sqleval_pipeline.scoring import load_scorecard
 
-    p = env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json")
+    p = env.store.artifact(batch.partition_key, batch.batch_id, bf.SCORECARD)
     return load_scorecard(p) if batch.status == "complete" and p.exists() else None
 
 
@@ -219,8 +220,8 @@ def _plan(env: Environment, loaded: LoadedConfig, batch: BatchInfo) -> list[_Pla
 
 #: the files of a batch a comparison reads (scorecard, grades and executions for a re-grade,
 #: diagnoses and attempts for "what changed", the recorded configuration)
-_COMPARED_FILES = ("scorecard.json", "grades.parquet", "executions.parquet", "diagnoses.parquet",
-                   "attempts.parquet", INPUTS_FILE)
+_COMPARED_FILES = (bf.SCORECARD, bf.GRADES, bf.EXECUTIONS, bf.DIAGNOSES,
+                   bf.ATTEMPTS, INPUTS_FILE)
 
 
 def gate_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo, plan: list[_Planned],
@@ -317,7 +318,7 @@ def _compare(env: Environment, kind: Kind, base_card, base_batch: BatchInfo,
     env.store.write_json(batch.partition_key, batch.batch_id, f"{sub}gate.json",
                          result.model_dump(mode="json"))
     if write_main:  # calibrated refusal (docs/grading.md): do stricter refusals earn their keep?
-        env.store.write_json(batch.partition_key, batch.batch_id, "calibrated_refusal.json",
+        env.store.write_json(batch.partition_key, batch.batch_id, bf.CALIBRATED_REFUSAL,
                              calibrated_refusal(base_card, card).model_dump(mode="json"))
     status = ("inconclusive" if result.inconclusive else "failed" if not result.passed
               else "waived" if result.waived else "passed")
@@ -340,8 +341,8 @@ def _rebase(env: Environment, base_batch: BatchInfo, base_loaded: LoadedConfig |
     card = score_batch(env, loaded, base_batch, grades=regraded)
     rebased = env.store.artifact(batch.partition_key, batch.batch_id,
                                  f"rebased/{base_batch.partition_key}/{base_batch.batch_id}")
-    save_records(rebased / "grades.parquet", regraded)
-    card.save(rebased / "scorecard.json")
+    save_records(rebased / bf.GRADES, regraded)
+    card.save(rebased / bf.SCORECARD)
     return card
 
 
@@ -370,12 +371,12 @@ def baseline_diff_gate(env: Environment, batch: BatchInfo):
 
     folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
     report = folder / COMPARISONS_FILE
-    if not report.exists() or not (folder / "gate.json").exists():
+    if not report.exists() or not (folder / bf.GATE).exists():
         return None, None
     if json.loads(report.read_text())["comparisons"][0]["status"] == "skipped":
         return None, None
-    return (Diff.model_validate_json((folder / "diff.json").read_text()),
-            GateResult.model_validate_json((folder / "gate.json").read_text()))
+    return (Diff.model_validate_json((folder / bf.DIFF).read_text()),
+            GateResult.model_validate_json((folder / bf.GATE).read_text()))
 
 
 # ---- all stages, in process -----------------------------------------------------------------

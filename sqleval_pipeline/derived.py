@@ -28,9 +28,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline.textfiles import file_sha256, write_atomically
 
-DERIVED_FILE = "derived.json"
+DERIVED_FILE = bf.DERIVED
 _SOURCE_SUFFIXES = (".py", ".html", ".j2", ".jinja", ".css", ".js")
 
 

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqleval_pipeline import batch_files as bf
+from sqleval_pipeline.batch_files import artifact_file, load_artifact, save_artifact  # noqa: F401 (used here and re-exported)
 from sqleval_pipeline import derived
 from sqleval_pipeline.configs import LoadedConfig, load_configs
 from sqleval_pipeline.derived import code_digest, inputs_digest
@@ -75,7 +77,7 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
     record_inputs(env, loaded, info)
     builder = generator = None
     finished = info.status == "complete" and env.store.artifact(
-        info.partition_key, info.batch_id, "attempts.parquet").exists()
+        info.partition_key, info.batch_id, bf.ATTEMPTS).exists()
     if not finished:  # a finished batch is reused as stored: nothing to build
         catalog = cached_catalog(str(env.serving), env.as_of, cfg.context.sample_values,
                                  str(env.project.models_dir), env.manifest.serving_schema)
@@ -131,7 +133,7 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
     streaming: one execution per distinct SQL text, results written as they come."""
     from sqleval_pipeline.guard.executor import GuardedExecutor
 
-    out_path = env.store.artifact(batch.partition_key, batch.batch_id, "executions.parquet")
+    out_path = env.store.artifact(batch.partition_key, batch.batch_id, bf.EXECUTIONS)
     policy = env.policy(loaded.config.guard or None)
     if artifact_file(out_path) is not None:
         if batch.policy_version != policy.version:
@@ -148,7 +150,7 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
     from sqleval_pipeline.streams import attempts as stored_attempts
     from sqleval_pipeline.streams import execute_stream
 
-    attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, "attempts.parquet")
+    attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, bf.ATTEMPTS)
     total = batch.counts.get("sql") if batch.counts else None
     log_path = env.store.artifact(batch.partition_key, batch.batch_id, "guard_log.jsonl")
     log_path.unlink(missing_ok=True)
@@ -173,30 +175,8 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
     return execution_summary(out_path)
 
 
-def save_artifact(path: Path, records: Sequence) -> None:
-    """Parquet when there are records; an empty JSON Lines twin when there are none
-    (Parquet needs a schema, and "no SQL attempts" is a legitimate batch)."""
-    if records:
-        save_records(path, records)
-    else:
-        save_records(path.with_suffix(".jsonl"), [])
-
-
-def artifact_file(path: Path) -> Path | None:
-    """The stored file of an artifact: ``path``, else its JSON Lines twin, else None."""
-    for p in (path, path.with_suffix(".jsonl")):
-        if p.exists():
-            return p
-    return None
-
-
-def load_artifact(path: Path, model):
-    found = artifact_file(path)
-    return None if found is None else load_records(found, model)
-
-
 def load_executions(env: Environment, batch: BatchInfo) -> list[Execution]:
-    p = env.store.artifact(batch.partition_key, batch.batch_id, "executions.parquet")
+    p = env.store.artifact(batch.partition_key, batch.batch_id, bf.EXECUTIONS)
     return load_artifact(p, Execution) or []
 
 
@@ -205,7 +185,7 @@ def iter_executions(env: Environment, batch: BatchInfo):
     from sqleval_pipeline.records import iter_records
 
     found = artifact_file(env.store.artifact(batch.partition_key, batch.batch_id,
-                                             "executions.parquet"))
+                                             bf.EXECUTIONS))
     return iter(()) if found is None else iter_records(found, Execution)
 
 
@@ -223,7 +203,7 @@ def grade_stream(env: Environment, batch: BatchInfo, *, skip_unknown: bool = Fal
     from sqleval_pipeline.grading.vendor_rows import vendor_fields, with_vendor_rows
     from sqleval_pipeline.streams import MissingExecution, joined
 
-    attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, "attempts.parquet")
+    attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, bf.ATTEMPTS)
     cases = {c.id: c for c in env.cases}
     try:
         for a, ex in with_vendor_rows(attempts_path, joined(attempts_path, iter_executions(env, batch))):
@@ -251,13 +231,13 @@ def stage_grades(env: Environment, batch: BatchInfo) -> list[Grade]:
     overwritten."""
     from sqleval_pipeline.grading import GRADER_VERSION
 
-    out_path = env.store.artifact(batch.partition_key, batch.batch_id, "grades.parquet")
+    out_path = env.store.artifact(batch.partition_key, batch.batch_id, bf.GRADES)
     if out_path.exists():
         grades = load_records(out_path, Grade)
         if grades and grades[0].grader_version == GRADER_VERSION:
             return grades
         old = grades[0].grader_version if grades else "empty"
-        card = out_path.with_name("scorecard.json")
+        card = out_path.with_name(bf.SCORECARD)
         if card.exists():
             card.replace(card.with_name(f"scorecard.{old}.json"))
         out_path.replace(out_path.with_name(f"grades.{old}.parquet"))
@@ -302,11 +282,11 @@ def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
 
     from sqleval_pipeline.streams import MissingExecution, joined
 
-    out_path = env.store.artifact(batch.partition_key, batch.batch_id, "diagnoses.parquet")
+    out_path = env.store.artifact(batch.partition_key, batch.batch_id, bf.DIAGNOSES)
     existing = load_artifact(out_path, Diagnosis) or []
     judges = judges_for(loaded, cache_dir=env.store.root / "judge_cache")
     grades = {g.key: g for g in load_records(env.store.artifact(
-        batch.partition_key, batch.batch_id, "grades.parquet"), Grade) if is_failure(g)}
+        batch.partition_key, batch.batch_id, bf.GRADES), Grade) if is_failure(g)}
     cases = {c.id: c for c in env.cases}
     # a verdict is reused only for the same judge version *and* the same failing grade (grader
     # version): an attempt re-graded by another grader is diagnosed again, one that passes now is not
@@ -314,7 +294,7 @@ def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
                      and d.key in grades and d.grader_version == grades[d.key].grader_version}
             for j in judges}
     new: dict[str, list] = {j.name: [] for j in judges}
-    attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, "attempts.parquet")
+    attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, bf.ATTEMPTS)
     # the served catalog lets the rules judge tell a column of another table from one that
     # exists nowhere; the dialect, a translation failure from the system's own error
     catalog = {t: [c.name for c in info.columns] for t, info in env.manifest.tables.items()}
@@ -371,10 +351,10 @@ def score_batch(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
 
     if grades is None:
         grades = load_records(env.store.artifact(batch.partition_key, batch.batch_id,
-                                                 "grades.parquet"), Grade)
-    dpath = env.store.artifact(batch.partition_key, batch.batch_id, "diagnoses.parquet")
+                                                 bf.GRADES), Grade)
+    dpath = env.store.artifact(batch.partition_key, batch.batch_id, bf.DIAGNOSES)
     diagnoses = load_artifact(dpath, Diagnosis) or []
-    attempts = env.store.artifact(batch.partition_key, batch.batch_id, "attempts.parquet")
+    attempts = env.store.artifact(batch.partition_key, batch.batch_id, bf.ATTEMPTS)
     card: Scorecard = build_scorecard(grades, diagnoses, config_version=loaded.version,
                                       tuned=loaded.config.tuned_on_dev,
                                       tuned_heldout=loaded.config.tuned_on_heldout,
@@ -390,9 +370,9 @@ def scorecard_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo) -
     the scoring code."""
     folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
     return inputs_digest("scorecard", code_digest("sqleval_pipeline.scoring", "sqleval_pipeline.evaluation"),
-                         folder / "grades.parquet", folder / "diagnoses.parquet", loaded.version,
+                         folder / bf.GRADES, folder / bf.DIAGNOSES, loaded.version,
                          loaded.partition_key, loaded.config.tuned_on_dev, loaded.config.tuned_on_heldout,
-                         batch.policy_version, folder / "attempts.parquet",
+                         batch.policy_version, folder / bf.ATTEMPTS,
                          loaded.config.pricing.model_dump(mode="json") if loaded.config.pricing else None)
 
 
@@ -404,7 +384,7 @@ def stage_scorecard(env: Environment, loaded: LoadedConfig, batch: BatchInfo):
 
     folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
     digest = scorecard_inputs(env, loaded, batch)
-    done = derived.reusable(folder, "scorecard.json", digest)
+    done = derived.reusable(folder, bf.SCORECARD, digest)
     card = load_scorecard(done) if done is not None else score_batch(env, loaded, batch)
     if card.failure_histogram_judge:
         status = judge_calibration_status(env, card.failure_histogram_judge)
@@ -413,8 +393,8 @@ def stage_scorecard(env: Environment, loaded: LoadedConfig, batch: BatchInfo):
         card = card.model_copy(update={"failure_histogram_calibration": status})
     if done is not None:
         return card
-    card.save(folder / "scorecard.json")
-    derived.record(folder, "scorecard.json", digest)
+    card.save(folder / bf.SCORECARD)
+    derived.record(folder, bf.SCORECARD, digest)
     env.store.publish(batch)
     return card
 
@@ -424,7 +404,7 @@ def latest_scorecard(env: Environment, partition_key: str):
     from sqleval_pipeline.scoring import load_scorecard
 
     for b in reversed(env.store.batches(partition_key)):
-        p = env.store.artifact(partition_key, b.batch_id, "scorecard.json")
+        p = env.store.artifact(partition_key, b.batch_id, bf.SCORECARD)
         if b.status == "complete" and p.exists():
             return load_scorecard(p), b
     return None, None
@@ -458,7 +438,7 @@ def calibration_report(env: Environment, labels_dir: Path | None = None):
             continue
         for b in reversed(env.store.batches(loaded.partition_key)):
             diags = load_artifact(env.store.artifact(loaded.partition_key, b.batch_id,
-                                                     "diagnoses.parquet"), Diagnosis)
+                                                     bf.DIAGNOSES), Diagnosis)
             if diags is not None and b.status == "complete":
                 names[loaded.version] = name
                 for d in diags:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline.textfiles import atomic_path
 from sqleval_pipeline.errors import SqlevalError
 
@@ -74,7 +75,7 @@ class Remote:
             return 0
         files = sorted((p for p in folder.rglob("*") if p.is_file()
                         and not _private(p.relative_to(local_root))),
-                       key=lambda p: (p.name == "batch.json", str(p)))
+                       key=lambda p: (p.name == bf.BATCH, str(p)))
         sent = 0
         try:
             for p in files:

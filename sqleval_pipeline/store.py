@@ -34,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline.textfiles import file_sha256, write_atomically
 from sqleval_pipeline.errors import SqlevalError
 
@@ -47,12 +48,12 @@ INCONCLUSIVE_ERROR_SHARE = 0.10
 
 
 #: the manifest of a batch's files (name -> size, SHA-256), rewritten at the end of each stage
-FILES_MANIFEST = "files.json"
+FILES_MANIFEST = bf.FILES
 #: files of a batch folder that are not part of its recorded content: its description, the
 #: manifest itself, the HTML page rendered from the records after the gate (nothing reads it
 #: back) and the record of what each derived file was derived from (derived.py: advisory — a
 #: lost or edited one only means the file is computed again)
-UNRECORDED = frozenset({"batch.json", FILES_MANIFEST, "report.html", "derived.json"})
+UNRECORDED = frozenset({bf.BATCH, FILES_MANIFEST, bf.REPORT, bf.DERIVED})
 
 
 class BatchFileError(SqlevalError, ValueError):
@@ -234,7 +235,7 @@ class Store:
             return
         ids = [batch_id] if batch_id else self.remote.batch_ids(partition_key)
         for b in ids:
-            if not (self.batch_dir(partition_key, b) / "batch.json").exists():
+            if not (self.batch_dir(partition_key, b) / bf.BATCH).exists():
                 self.remote.pull(self.root, f"runs/{partition_key}/{b}")
 
     def config_dir(self, partition_key: str) -> Path:
@@ -255,7 +256,7 @@ class Store:
         out = []
         if d.exists():
             for b in sorted(d.iterdir()):
-                f = b / "batch.json"
+                f = b / bf.BATCH
                 if f.exists():
                     try:
                         out.append(read_batch_info(f))
@@ -266,7 +267,7 @@ class Store:
         return sorted(out, key=batch_order)  # oldest first
 
     def get(self, partition_key: str, batch_id: str) -> BatchInfo | None:
-        f = self.batch_dir(partition_key, batch_id) / "batch.json"
+        f = self.batch_dir(partition_key, batch_id) / bf.BATCH
         if not f.exists():
             self._fetch_remote(partition_key, batch_id)
         return read_batch_info(f) if f.exists() else None
@@ -276,7 +277,7 @@ class Store:
         return bs[-1] if bs else None
 
     def write_batch(self, info: BatchInfo) -> None:
-        atomic_write_text(self.batch_dir(info.partition_key, info.batch_id) / "batch.json",
+        atomic_write_text(self.batch_dir(info.partition_key, info.batch_id) / bf.BATCH,
                           info.model_dump_json(indent=2))
 
     def artifact(self, partition_key: str, batch_id: str, name: str) -> Path:

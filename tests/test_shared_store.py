@@ -37,11 +37,17 @@ def configs(tmp_path):
 
 
 def stored(store: Store, key: str):
-    """What a version's newest batch says: its grades and its scorecard, without batch ids."""
+    """What a version's newest batch says: its grades and its scorecard, without batch ids —
+    and without the latencies the scorecard reports (``usage``: wall times measured while the
+    runs ran, which do depend on who ran what when; everything else must not)."""
+    import json
+
     b = store.latest(key, complete_only=True)
     grades = [g.model_dump_json() for g in load_records(
         store.artifact(key, b.batch_id, "grades.parquet"), Grade)]
-    card = store.artifact(key, b.batch_id, "scorecard.json").read_text()
+    card = json.loads(store.artifact(key, b.batch_id, "scorecard.json").read_text())
+    usage = card.pop("usage")
+    assert usage is not None and usage["latency"]["n"] == len(grades)  # measured, for every attempt
     return grades, card
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline.cli.common import console, err, fail, project, run_assets, run_log_path
 from sqleval_pipeline.cli.output import warnings_to
 from sqleval_pipeline.cli.verdict import build_verdict, render_verdict
@@ -93,10 +94,10 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None, output:
         if full:
             render_gate(g, console)
         md.append(gate_markdown(g))
-    if (folder / "calibrated_refusal.json").exists():
+    if (folder / bf.CALIBRATED_REFUSAL).exists():
         from sqleval_pipeline.scoring import CalibratedRefusal
 
-        cr = CalibratedRefusal.model_validate_json((folder / "calibrated_refusal.json").read_text())
+        cr = CalibratedRefusal.model_validate_json((folder / bf.CALIBRATED_REFUSAL).read_text())
         line = (f"calibrated refusal (strict {cr.strict_config} vs permissive {cr.permissive_config}, "
                 f"{len(cr.declined_cases)} declined answerable case(s)): {cr.verdict}")
         if full:

@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline.reporting.status import (  # noqa: F401 (re-exported: the verdict's vocabulary)
     FAILED, INCONCLUSIVE, NOT_GATED, PASSED, gate_status, newly_failing)
 
@@ -65,7 +66,7 @@ def _rate_json(rate, level: float) -> dict[str, Any]:
 def build_verdict(card, batch, folder: Path, *, report=None, gate=None, diff=None,
                   markdown: Path | None = None) -> Verdict:
     status, summary = gate_status(card, report, gate)
-    html = folder / "report.html"
+    html = folder / bf.REPORT
     return Verdict(partition=batch.partition_key, config_version=card.config_version,
                    batch_id=batch.batch_id, gate=status, gate_summary=summary,
                    level=card.bootstrap.level, accuracy=card.overall.accuracy,

@@ -35,6 +35,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline.generation.base import Generator, ProviderError
 from sqleval_pipeline.generation.context import ContextBuilder
 from sqleval_pipeline.generation.retry import call_with_retries
@@ -293,7 +294,7 @@ def _run_locked(*, store, info, cases, generator, builder, concurrency, max_retr
                 on_progress, sleep, clock=time.perf_counter) -> RunResult:
     started = time.perf_counter()
     bdir = store.batch_dir(info.partition_key, info.batch_id)
-    final = bdir / "attempts.parquet"
+    final = bdir / bf.ATTEMPTS
     if info.status == "complete" and final.exists():
         n = count_records(final)
         return RunResult(info, 0, n, time.perf_counter() - started, final, n)
@@ -402,11 +403,11 @@ def _reuse_attempts(store: Store, info: BatchInfo, started: float) -> RunResult:
     """Copy the attempts of ``info.attempts_from`` (same configuration version, cases, runs and
     snapshot) into this batch and mark it complete: no provider call is made."""
     source = store.get(info.partition_key, info.attempts_from)
-    src = store.artifact(info.partition_key, info.attempts_from, "attempts.parquet")
+    src = store.artifact(info.partition_key, info.attempts_from, bf.ATTEMPTS)
     if source is None or not src.exists():
         raise ValueError(f"batch {info.batch_id} reuses the attempts of {info.attempts_from}, "
                          "which are gone; evaluate with --new-batch")
-    final = store.artifact(info.partition_key, info.batch_id, "attempts.parquet")
+    final = store.artifact(info.partition_key, info.batch_id, bf.ATTEMPTS)
     with atomic_path(final) as tmp:
         shutil.copyfile(src, tmp)
     n = count_records(final)
@@ -433,7 +434,7 @@ def _seed_from_retried(store: Store, info: BatchInfo, parts: Path) -> int:
     journal, once; the ERROR attempts are then generated again. Returns how many are retried."""
     if any(parts.glob("journal-*.jsonl")):
         return 0  # seeded by an earlier, interrupted fill
-    src = store.artifact(info.partition_key, info.retries_errors_of, "attempts.parquet")
+    src = store.artifact(info.partition_key, info.retries_errors_of, bf.ATTEMPTS)
     if not src.exists():
         raise ValueError(f"batch {info.batch_id} retries the ERROR attempts of {info.retries_errors_of}, "
                          f"whose {src.name} is gone; evaluate with --new-batch")
@@ -491,8 +492,8 @@ def open_batch(store: Store, *, partition_key: str, config_name: str, config_ver
                 damage = store.damaged(b)
                 if damage:  # never reused, never refilled: redone in a new batch
                     store.mark_damaged(b, damage)
-                    if source is None and not any(d.startswith("attempts.parquet") for d in damage) \
-                            and store.artifact(partition_key, b.batch_id, "attempts.parquet").exists():
+                    if source is None and not any(d.startswith(bf.ATTEMPTS) for d in damage) \
+                            and store.artifact(partition_key, b.batch_id, bf.ATTEMPTS).exists():
                         source = b  # its answers are intact: copied, executed again
                     continue
                 if b.policy_version == policy_version:
@@ -500,7 +501,7 @@ def open_batch(store: Store, *, partition_key: str, config_name: str, config_ver
                         return _retry_batch(b)
                     return b
                 if source is None and b.status == "complete" and \
-                        store.artifact(partition_key, b.batch_id, "attempts.parquet").exists():
+                        store.artifact(partition_key, b.batch_id, bf.ATTEMPTS).exists():
                     source = b
     elif mode != "new":
         raise ValueError(f"batch mode must be 'latest' or 'new', not {mode!r}")

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline.environment import Environment
 from sqleval_pipeline.records import FAILURE_CATEGORIES
 from sqleval_pipeline.textfiles import ENCODING_ERRORS
@@ -95,13 +96,13 @@ def candidates(env: Environment) -> list[tuple[QueueItem, str]]:
         if batch is None:
             continue
         folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
-        if not (folder / "grades.parquet").exists():
+        if not (folder / bf.GRADES).exists():
             continue
-        grades = load_records(folder / "grades.parquet", Grade)
-        answers = {a.key: a for a in load_records(folder / "attempts.parquet", Attempt)}
+        grades = load_records(folder / bf.GRADES, Grade)
+        answers = {a.key: a for a in load_records(folder / bf.ATTEMPTS, Attempt)}
         rules = {}
-        if (folder / "diagnoses.parquet").exists():
-            rules = {d.key: d.category for d in load_records(folder / "diagnoses.parquet", Diagnosis)
+        if (folder / bf.DIAGNOSES).exists():
+            rules = {d.key: d.category for d in load_records(folder / bf.DIAGNOSES, Diagnosis)
                      if d.judge == "rules"}
         for g in grades:
             if str(g.outcome) not in FAILED:

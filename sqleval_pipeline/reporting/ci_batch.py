@@ -31,6 +31,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline.reporting.status import gate_status, newly_failing
 from sqleval_pipeline.comparisons import COMPARISONS_FILE, Comparison, GateReport
 from sqleval_pipeline.errors import InputError
@@ -196,8 +197,8 @@ def _baseline_card(folder: Path, c: Comparison) -> Scorecard | None:
     else where its own batch stored it (``runs/<version>/<batch>/``)."""
     if not (c.baseline_partition and c.baseline_batch):
         return None
-    for p in (folder / "rebased" / c.baseline_partition / c.baseline_batch / "scorecard.json",
-              folder.parent.parent / c.baseline_partition / c.baseline_batch / "scorecard.json"):
+    for p in (folder / "rebased" / c.baseline_partition / c.baseline_batch / bf.SCORECARD,
+              folder.parent.parent / c.baseline_partition / c.baseline_batch / bf.SCORECARD):
         if p.exists():
             try:
                 return Scorecard.load(p)
@@ -213,8 +214,8 @@ def load_batch_results(folder: Path, locations: dict[str, tuple[str, int]] | Non
     Raises :class:`~sqleval_pipeline.errors.InputError` naming the file when the batch
     description, its scorecard or its comparisons cannot be read."""
     folder = Path(folder)
-    batch = read_batch_info(folder / "batch.json")
-    card_path = folder / "scorecard.json"
+    batch = read_batch_info(folder / bf.BATCH)
+    card_path = folder / bf.SCORECARD
     if not card_path.exists():
         raise InputError(f"{card_path} is missing: the batch has no scorecard yet; finish it "
                          "with `sqleval run`")
@@ -222,17 +223,17 @@ def load_batch_results(folder: Path, locations: dict[str, tuple[str, int]] | Non
     report = (_read_model(folder / COMPARISONS_FILE, GateReport)
               if (folder / COMPARISONS_FILE).exists() else None)
     d = g = None  # as comparisons.baseline_diff_gate: only when the baseline comparison was made
-    if report is not None and (folder / "gate.json").exists() and report.comparisons \
+    if report is not None and (folder / bf.GATE).exists() and report.comparisons \
             and report.comparisons[0].status != "skipped":
-        d = _optional_model(folder / "diff.json", Diff)
-        g = _optional_model(folder / "gate.json", GateResult)
+        d = _optional_model(folder / bf.DIFF, Diff)
+        g = _optional_model(folder / bf.GATE, GateResult)
     views = []
     for c in report.comparisons if report is not None else []:
         sub = folder if c.kind == "baseline" else folder / c.kind
-        views.append(ComparisonView(c, _optional_model(sub / "diff.json", Diff)
+        views.append(ComparisonView(c, _optional_model(sub / bf.DIFF, Diff)
                                     if c.status != "skipped" else None, _baseline_card(folder, c)))
     status, summary = gate_status(card, report, g)
-    html = folder / "report.html"
+    html = folder / bf.REPORT
     return BatchResults(folder=folder, batch=batch, card=card, report=report, gate=g, diff=d,
                         comparisons=views, cases=_cases(folder, card, locations or {}),
                         status=status, gate_summary=summary,
@@ -244,11 +245,11 @@ def _cases(folder: Path, card: Scorecard, locations: dict[str, tuple[str, int]])
     def keyed(records) -> dict[tuple[str, int], object]:
         return {(r.case_id, r.run_index): r for r in records}
 
-    grades = keyed(_records(folder, "grades.parquet", Grade))
-    attempts = keyed(_records(folder, "attempts.parquet", Attempt))
-    executions = keyed(_records(folder, "executions.parquet", Execution))
+    grades = keyed(_records(folder, bf.GRADES, Grade))
+    attempts = keyed(_records(folder, bf.ATTEMPTS, Attempt))
+    executions = keyed(_records(folder, bf.EXECUTIONS, Execution))
     diagnoses: dict[tuple[str, int], list[tuple[str, str, str]]] = {}
-    for dg in sorted(_records(folder, "diagnoses.parquet", Diagnosis), key=lambda x: x.judge):
+    for dg in sorted(_records(folder, bf.DIAGNOSES, Diagnosis), key=lambda x: x.judge):
         diagnoses.setdefault((dg.case_id, dg.run_index), []).append((dg.judge, dg.category, dg.explanation))
     out = []
     for c in card.cases:

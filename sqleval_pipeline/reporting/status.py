@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline.comparisons import COMPARISONS_FILE, GateReport
 from sqleval_pipeline.store import BatchInfo, Store, batch_order
 
@@ -114,7 +115,7 @@ def _gated(store: Store, key: str) -> tuple[BatchInfo, GateReport] | None:
 def _accuracy(store: Store, key: str, batch_id: str) -> tuple[float | None, float | None, float | None]:
     from sqleval_pipeline.scoring import load_scorecard
 
-    f = store.artifact(key, batch_id, "scorecard.json")
+    f = store.artifact(key, batch_id, bf.SCORECARD)
     if not f.is_file():
         return None, None, None
     try:
@@ -142,7 +143,7 @@ def configuration_statuses(store: Store, current: Iterable[tuple[str, str]]) -> 
                    for g in [_gated(store, k)] if g is not None]
         latest = max(earlier, key=lambda g: batch_order(g[0]), default=None)
         scored = [b for b in reversed(store.batches(key))
-                  if store.artifact(key, b.batch_id, "scorecard.json").is_file()]
+                  if store.artifact(key, b.batch_id, bf.SCORECARD).is_file()]
         acc = _accuracy(store, key, scored[0].batch_id) if scored else (None, None, None)
         if latest is not None and gate_state(latest[1]) in ("failed", "inconclusive"):
             batch, report = latest

@@ -24,8 +24,9 @@ import json
 from typing import Any
 
 from pydantic import BaseModel, Field
+from sqleval_pipeline import batch_files as bf
 
-INPUTS_FILE = "inputs.json"
+INPUTS_FILE = bf.INPUTS
 
 
 class RunInputs(BaseModel):

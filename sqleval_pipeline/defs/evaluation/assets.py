@@ -13,6 +13,7 @@ from enum import Enum
 import dagster as dg
 from pydantic import Field
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline import comparisons
 from sqleval_pipeline import evaluation as ev
 from sqleval_pipeline import progress
@@ -91,7 +92,7 @@ def eval_attempts(context: dg.AssetExecutionContext, config: AttemptsConfig,
                             case_ids=config.case_ids, split=Split(config.split).value if config.split else None,
                             progress=progress.reporter())
     return dg.MaterializeResult(metadata={
-        **_where(env, run.batch, "attempts.parquet", "inputs.json"),
+        **_where(env, run.batch, bf.ATTEMPTS, bf.INPUTS),
         "attempts": run.n_attempts, "provider_calls": run.provider_calls,
         "resumed": run.resumed, "kinds": dg.MetadataValue.json(run.batch.counts),
         "generator": loaded.config.generator.kind, "seconds": round(run.seconds, 2),
@@ -106,7 +107,7 @@ def eval_executions(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> 
     env, loaded, batch = _stage(context, sqleval, "eval_attempts")
     summary = ev.stage_executions(env, loaded, batch, progress.reporter())
     return dg.MaterializeResult(metadata={
-        **_where(env, batch, "executions.parquet"), "executions": summary.count,
+        **_where(env, batch, bf.EXECUTIONS), "executions": summary.count,
         "status": dg.MetadataValue.json(summary.status), "guard_policy": batch.policy_version or ""})
 
 
@@ -121,7 +122,7 @@ def eval_grades(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> dg.M
         outcomes[str(g.outcome)] = outcomes.get(str(g.outcome), 0) + 1
     folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
     return dg.MaterializeResult(metadata={
-        **_where(env, batch, "grades.parquet"), "grades": len(grades),
+        **_where(env, batch, bf.GRADES), "grades": len(grades),
         "outcomes": dg.MetadataValue.json(outcomes), "grader_version": GRADER_VERSION,
         **md.failing_cases(grades, folder)})
 
@@ -138,7 +139,7 @@ def eval_diagnoses(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> d
         hist[d.judge][d.category] += 1
     folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
     return dg.MaterializeResult(metadata={
-        **_where(env, batch, "diagnoses.parquet"), "diagnoses": len(diagnoses),
+        **_where(env, batch, bf.DIAGNOSES), "diagnoses": len(diagnoses),
         "histogram": dg.MetadataValue.json(hist), **md.diagnosis_table(diagnoses, folder)})
 
 
@@ -155,7 +156,7 @@ def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> d
     split = {f"accuracy_{name} (%)": md.pct(s.accuracy.value if s.accuracy else None)
              for name, s in sorted(card.by_split.items())}
     return dg.MaterializeResult(metadata={
-        **_where(env, batch, "scorecard.json"),
+        **_where(env, batch, bf.SCORECARD),
         "accuracy (%)": md.pct(overall.accuracy.value if overall.accuracy else None),
         "strict_accuracy (%)": md.pct(overall.strict_accuracy.value
                                       if overall.strict_accuracy else None),
@@ -193,12 +194,12 @@ def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     from sqleval_pipeline.scoring import load_scorecard
 
     env, loaded, batch = _stage(context, sqleval, "eval_scorecard")
-    card = load_scorecard(env.store.artifact(batch.partition_key, batch.batch_id, "scorecard.json"))
+    card = load_scorecard(env.store.artifact(batch.partition_key, batch.batch_id, bf.SCORECARD))
     report = comparisons.stage_gate(env, loaded, batch, card)
     diff, _gate = comparisons.baseline_diff_gate(env, batch)
     folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
     summary = gate_report_markdown(report)
-    meta = {**_where(env, batch, "comparisons.json"), "gate": dg.MetadataValue.md(summary),
+    meta = {**_where(env, batch, bf.COMPARISONS), "gate": dg.MetadataValue.md(summary),
             **md.gate_tables(report, env, folder)}
     try:  # the page a person opens, written after the gate so it shows the gate's comparisons
         from sqleval_pipeline.reporting.html import batch_report
@@ -209,10 +210,10 @@ def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     # the diff shown is the failing comparison's (the declared baseline's when none failed)
     failing = next((c for c in report.comparisons if c.status == "failed"), None)
     shown = "baseline"
-    if failing is not None and failing.kind != "baseline" and (folder / failing.kind / "diff.json").exists():
+    if failing is not None and failing.kind != "baseline" and (folder / failing.kind / bf.DIFF).exists():
         from sqleval_pipeline.scoring import Diff
 
-        diff = Diff.model_validate_json((folder / failing.kind / "diff.json").read_text(encoding="utf-8"))
+        diff = Diff.model_validate_json((folder / failing.kind / bf.DIFF).read_text(encoding="utf-8"))
         shown = failing.kind
     if diff is not None:
         meta["diff"] = dg.MetadataValue.md(diff_markdown(diff))

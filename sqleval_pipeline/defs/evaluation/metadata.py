@@ -14,6 +14,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline.records import SUCCESS_OUTCOMES
 from sqleval_pipeline.textfiles import visible, write_atomically
 
@@ -75,7 +76,7 @@ def failing_cases(grades, folder: Path) -> dict[str, dg.MetadataValue]:
         by_case[g.case_id].append(g)
     failing = {cid: sorted(gs, key=lambda g: g.run_index) for cid, gs in by_case.items()
                if any(str(g.outcome) not in PASSING for g in gs)}
-    answers = _answers(folder / "attempts.parquet", set(failing))
+    answers = _answers(folder / bf.ATTEMPTS, set(failing))
     rows = []
     for cid, gs in failing.items():
         bad = next(g for g in gs if str(g.outcome) not in PASSING)
@@ -101,7 +102,7 @@ def failing_cases(grades, folder: Path) -> dict[str, dg.MetadataValue]:
 
 def diagnosis_table(diagnoses, folder: Path) -> dict[str, dg.MetadataValue]:
     """``diagnoses``: per failed attempt, each judge's category and explanation."""
-    answers = _answers(folder / "attempts.parquet", {d.case_id for d in diagnoses})
+    answers = _answers(folder / bf.ATTEMPTS, {d.case_id for d in diagnoses})
     rows = [{"case_id": d.case_id, "run": d.run_index, "judge": d.judge,
              "category": str(d.category), "explanation": excerpt(d.explanation, 240),
              "sql": excerpt(answers.get((d.case_id, d.run_index)))}
@@ -144,15 +145,15 @@ def gate_tables(report, env, folder: Path) -> dict[str, dg.MetadataValue]:
 
     cases = {c.id: c for c in env.cases}
     grades = defaultdict(list)
-    if (folder / "grades.parquet").exists():
-        for g in load_records(folder / "grades.parquet", Grade):
+    if (folder / bf.GRADES).exists():
+        for g in load_records(folder / bf.GRADES, Grade):
             grades[g.case_id].append(g)
     diags = defaultdict(list)
-    if (folder / "diagnoses.parquet").exists():
-        for d in load_records(folder / "diagnoses.parquet", Diagnosis):
+    if (folder / bf.DIAGNOSES).exists():
+        for d in load_records(folder / bf.DIAGNOSES, Diagnosis):
             diags[(d.case_id, d.run_index)].append(d)
     failing_ids = {cid for c in report.comparisons for cid in c.newly_failing}
-    answers = _answers(folder / "attempts.parquet", failing_ids)
+    answers = _answers(folder / bf.ATTEMPTS, failing_ids)
 
     def row(cid: str, kind: str, against: str) -> dict:
         gs = sorted(grades.get(cid, []), key=lambda g: g.run_index)
@@ -177,7 +178,7 @@ def gate_tables(report, env, folder: Path) -> dict[str, dg.MetadataValue]:
                ("mismatch", "string", "the grader's explanation")]
     before: dict[str, float] = {}
     for c in report.comparisons:  # the first comparison naming a case gives its "before"
-        path = env.store.batch_dir(c.baseline_partition, c.baseline_batch) / "grades.parquet" \
+        path = env.store.batch_dir(c.baseline_partition, c.baseline_batch) / bf.GRADES \
             if c.baseline_partition and c.baseline_batch and c.newly_failing else None
         if path is not None and path.exists():
             wanted = set(c.newly_failing) - before.keys()
@@ -191,7 +192,7 @@ def gate_tables(report, env, folder: Path) -> dict[str, dg.MetadataValue]:
     for c in report.comparisons:
         wanted = set(c.newly_failing) - previous_of.keys()
         if wanted and c.baseline_partition and c.baseline_batch:
-            theirs = _answers(env.store.batch_dir(c.baseline_partition, c.baseline_batch) / "attempts.parquet",
+            theirs = _answers(env.store.batch_dir(c.baseline_partition, c.baseline_batch) / bf.ATTEMPTS,
                               wanted)
             previous.update(theirs)
             previous_of.update({cid: f"{c.baseline_partition} batch {c.baseline_batch}" for cid in wanted})
@@ -219,7 +220,7 @@ def gate_tables(report, env, folder: Path) -> dict[str, dg.MetadataValue]:
         md.append("No case that passed before fails now.")
     extra = {}
     if failing_ids:  # every newly failing case in full, in a file the UI links
-        path = folder / "regressions.md"
+        path = folder / bf.REGRESSIONS
         write_atomically(path, visible("\n\n".join([f"# Newly failing cases {title}"]
                                                      + [block(cid) for cid in worst])) + "\n")
         extra["regressions_file"] = dg.MetadataValue.path(str(path))

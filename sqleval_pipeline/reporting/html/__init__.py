@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline.environment import Environment
 
 
@@ -49,9 +50,9 @@ def report_inputs(env: Environment, partition_key: str, batch_id: str) -> str:
         stat_fingerprint([env.serving, env.project.file]), env.decisions,
         env.store.root / "calibration.json", build_root(env) / GUARDRAILS_REPORT,
         Path(env.project.guard_policy_path), partition_key, batch_id,
-        *(folder / n for n in ("batch.json", "scorecard.json", "comparisons.json", "grades.parquet",
-                               "diagnoses.parquet", "attempts.parquet", "executions.parquet",
-                               "diff.json", "gate.json", "calibrated_refusal.json")),
+        *(folder / n for n in (bf.BATCH, bf.SCORECARD, bf.COMPARISONS, bf.GRADES,
+                               bf.DIAGNOSES, bf.ATTEMPTS, bf.EXECUTIONS,
+                               bf.DIFF, bf.GATE, bf.CALIBRATED_REFUSAL)),
         stat_fingerprint(stored))
 
 
@@ -62,11 +63,11 @@ def batch_report(env: Environment, partition_key: str, batch_id: str) -> Path:
 
     folder = env.store.batch_dir(partition_key, batch_id)
     digest = report_inputs(env, partition_key, batch_id)
-    done = derived.reusable(folder, "report.html", digest)
+    done = derived.reusable(folder, bf.REPORT, digest)
     if done is not None:
         return done
-    out = write_report(env, [partition_key], folder / "report.html")
-    derived.record(folder, "report.html", digest)
+    out = write_report(env, [partition_key], folder / bf.REPORT)
+    derived.record(folder, bf.REPORT, digest)
     return out
 
 

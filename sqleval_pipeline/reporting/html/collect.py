@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqleval_pipeline import batch_files as bf
 from sqleval_pipeline.casefile import CaseDetail, batch_details, check_partition
 from sqleval_pipeline.comparisons import COMPARISONS_FILE, Comparison, GateReport, batch_inputs
 from sqleval_pipeline.environment import Environment, EvaluationError
@@ -177,7 +178,7 @@ def scored_partitions(env: Environment) -> list[str]:
 
 def _newest_scored(env: Environment, key: str) -> BatchInfo | None:
     for b in reversed(env.store.batches(key)):
-        if b.status == "complete" and env.store.artifact(key, b.batch_id, "scorecard.json").exists():
+        if b.status == "complete" and env.store.artifact(key, b.batch_id, bf.SCORECARD).exists():
             return b
     return None
 
@@ -204,8 +205,8 @@ def _comparisons(folder: Path) -> list[ComparisonView]:
         sub = folder if c.kind == "baseline" else folder / c.kind
         recorded = c.status != "skipped"
         out.append(ComparisonView(
-            comparison=c, diff=_model(sub / "diff.json", Diff) if recorded else None,
-            gate=_model(sub / "gate.json", GateResult) if recorded else None))
+            comparison=c, diff=_model(sub / bf.DIFF, Diff) if recorded else None,
+            gate=_model(sub / bf.GATE, GateResult) if recorded else None))
     return out
 
 
@@ -220,9 +221,9 @@ def evaluation(env: Environment, key: str, batch: BatchInfo | None = None) -> Ev
     cases = [_clip_rows(d) for d in batch_details(env, key, batch.batch_id, max_rows=MAX_ROWS)]
     shown = {d.case.id for d in cases}
     return Evaluation(
-        batch=batch, card=Scorecard.load(folder / "scorecard.json"),
+        batch=batch, card=Scorecard.load(folder / bf.SCORECARD),
         comparisons=_comparisons(folder),
-        calibrated_refusal=_model(folder / "calibrated_refusal.json", CalibratedRefusal),
+        calibrated_refusal=_model(folder / bf.CALIBRATED_REFUSAL, CalibratedRefusal),
         cases=cases, missing_cases=[c for c in batch.case_ids if c not in shown])
 
 
@@ -262,7 +263,7 @@ def trend(env: Environment) -> list[TrendPoint]:
     points = []
     for key in env.store.partitions():
         for b in env.store.batches(key):
-            p = env.store.artifact(key, b.batch_id, "scorecard.json")
+            p = env.store.artifact(key, b.batch_id, bf.SCORECARD)
             if b.status != "complete" or not p.exists():
                 continue
             data = json.loads(p.read_text(encoding="utf-8"))
