@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqleval_pipeline import evaluation as ev  # noqa: E402
+from sqleval_pipeline.pipeline import evaluation as ev  # noqa: E402
 from sqleval_pipeline.configs import ContextSettings, OpenAISettings  # noqa: E402
 from sqleval_pipeline.generation.context import ContextBuilder, load_catalog  # noqa: E402
 from sqleval_pipeline.generation.openai_gen import OpenAIGenerator  # noqa: E402
 from sqleval_pipeline.generation.runner import open_batch, run_attempts  # noqa: E402
-from sqleval_pipeline.store import Store  # noqa: E402
+from sqleval_pipeline.pipeline.store import Store  # noqa: E402
 from tests.generation.fakes import FakeOpenAI, sql  # noqa: E402
 
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqleval_pipeline.golden.model import Case  # noqa: E402
 from sqleval_pipeline.grading import compare, grade_attempt  # noqa: E402
-from sqleval_pipeline.records import Attempt, Execution  # noqa: E402
+from sqleval_pipeline.pipeline.records import Attempt, Execution  # noqa: E402
 from sqleval_pipeline.results import ResultSet  # noqa: E402
 from sqleval_pipeline.scoring import build_scorecard, diff  # noqa: E402
 

@@ -37,9 +37,9 @@ STAGES = ("attempts", "executions", "grades", "diagnoses", "scorecard")
 
 
 def replicated_env(scale: int, store_root: Path):
-    from sqleval_pipeline import comparisons as cmp
-    from sqleval_pipeline import evaluation as ev
-    from sqleval_pipeline.store import Store
+    from sqleval_pipeline.pipeline import comparisons as cmp
+    from sqleval_pipeline.pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline.store import Store
 
     env = ev.environment()
     cases = [c.model_copy(update={"id": f"{c.id}.x{i:04d}"}) if scale > 1 else c
@@ -65,8 +65,8 @@ def make_every_sql_distinct() -> None:
 
 def one(scale: int, config: str, store_root: Path, runs: int, distinct: bool = False) -> dict:
     """Evaluate ``config`` on the golden set replicated ``scale`` times (in this process)."""
-    from sqleval_pipeline import comparisons as cmp
-    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline import comparisons as cmp
+    from sqleval_pipeline.pipeline import evaluation as ev
     from sqleval_pipeline.configs import load_configs
 
     if distinct:
@@ -89,7 +89,7 @@ def fingerprint(store, batch) -> str:
     equal fingerprints mean equal stored results."""
     import hashlib
 
-    from sqleval_pipeline.records import Grade, load_records
+    from sqleval_pipeline.pipeline.records import Grade, load_records
 
     h = hashlib.sha256()
     for g in sorted(load_records(store.artifact(batch.partition_key, batch.batch_id,
@@ -153,8 +153,8 @@ def provider_one(scale: int, store_root: Path, runs: int, base_url: str, concurr
     take ``latency`` seconds, with ``concurrency`` calls in flight."""
     import yaml
 
-    from sqleval_pipeline import comparisons as cmp
-    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline import comparisons as cmp
+    from sqleval_pipeline.pipeline import evaluation as ev
     from sqleval_pipeline.configs import load_configs
 
     env = replicated_env(scale, store_root)
@@ -294,7 +294,7 @@ def concurrent(n: int, scale: int) -> None:
 
 
 def fingerprints(project_root: Path) -> dict[str, tuple[str, int]]:
-    from sqleval_pipeline.store import Store
+    from sqleval_pipeline.pipeline.store import Store
 
     store = Store(project_root / "home" / "store")
     out = {}

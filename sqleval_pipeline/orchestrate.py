@@ -190,7 +190,7 @@ def materialize(groups: list[str], run_config: dict | None = None,
     run_tags = {"sqleval/trigger": "cli", "sqleval/user": _user(getpass), **(tags or {}),
                 PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     started = time.perf_counter()
-    from sqleval_pipeline.store import file_lock
+    from sqleval_pipeline.pipeline.store import file_lock
 
     # the first open of a new instance creates its SQLite schema: several runs starting at
     # once on a fresh instance would race ("table … already exists"); open it one at a time
@@ -237,7 +237,7 @@ def add_partition(instance, name: str, key: str, lock: Path | None = None) -> No
     a concurrent add from elsewhere is tolerated when the key is there afterwards)."""
     from contextlib import nullcontext
 
-    from sqleval_pipeline.store import file_lock
+    from sqleval_pipeline.pipeline.store import file_lock
 
     with file_lock(lock) if lock is not None else nullcontext():
         if instance.has_dynamic_partition(name, key):

@@ -129,7 +129,7 @@ def env(serving_snapshot, tmp_path):
     """The evaluation environment over the session snapshot, with a store of its own."""
     import shutil
 
-    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline import evaluation as ev
 
     manifests = tmp_path / "manifests"
     shutil.copytree(serving_snapshot.manifest_dir, manifests)

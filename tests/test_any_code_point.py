@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqleval_pipeline.generation.runner import Journal, _read_record
-from sqleval_pipeline.records import Attempt, Diagnosis, Execution
-from sqleval_pipeline.recordio import RecordWriter, load_records
+from sqleval_pipeline.pipeline.records import Attempt, Diagnosis, Execution
+from sqleval_pipeline.pipeline.recordio import RecordWriter, load_records
 from sqleval_pipeline.textfiles import encodable, visible, visible_text, write_atomically
 
 #: every code point, lone surrogates included, biased towards the troublesome ones

@@ -76,7 +76,7 @@ def test_a_long_import_rejection_is_printed_whole(serving_snapshot, tmp_path, mo
 
 
 def _long_gate_report():
-    from sqleval_pipeline.comparisons import Comparison, GateReport
+    from sqleval_pipeline.pipeline.comparisons import Comparison, GateReport
 
     reason = ("gate failed: accuracy dropped " + "and the paired interval excludes zero; " * 8).strip()
     failing = [f"case-with-a-long-identifier-{i:03d}" for i in range(8)]

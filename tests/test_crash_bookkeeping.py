@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from sqleval_pipeline.recordio import RecordWriter
-from sqleval_pipeline.records import Diagnosis
+from sqleval_pipeline.pipeline.recordio import RecordWriter
+from sqleval_pipeline.pipeline.records import Diagnosis
 
 
 def test_a_killed_writer_s_staging_folder_is_swept_by_the_next_writer(tmp_path):
@@ -13,8 +13,8 @@ def test_a_killed_writer_s_staging_folder_is_swept_by_the_next_writer(tmp_path):
     import sys
 
     target = tmp_path / "executions.parquet"
-    script = ("import os, sys\nfrom sqleval_pipeline.records import Diagnosis\n"
-              "from sqleval_pipeline.recordio import RecordWriter\n"
+    script = ("import os, sys\nfrom sqleval_pipeline.pipeline.records import Diagnosis\n"
+              "from sqleval_pipeline.pipeline.recordio import RecordWriter\n"
               f"w = RecordWriter({str(target)!r}, Diagnosis)\nos._exit(9)\n")
     subprocess.run([sys.executable, "-c", script], check=False, timeout=120)
     left = [d for d in tmp_path.iterdir() if d.name.startswith(".executions.")]
@@ -57,7 +57,7 @@ def test_a_run_left_started_by_a_killed_process_is_marked_failed():
 def test_a_damaged_records_file_is_named_with_its_line_or_row(tmp_path):
     import pytest
 
-    from sqleval_pipeline.recordio import RecordsFileError, load_records, save_records
+    from sqleval_pipeline.pipeline.recordio import RecordsFileError, load_records, save_records
 
     d = Diagnosis(config_version="c", case_id="q", run_index=0, category="wrong_filter",
                   explanation="x", judge="rules")

@@ -1,4 +1,4 @@
-"""Schema-aware dialect fidelity: each rule of sqleval_pipeline.dialect_rules, and an oracle
+"""Schema-aware dialect fidelity: each rule of sqleval_pipeline.dialect.rules, and an oracle
 that runs Spider-style SQLite queries in real SQLite (python's sqlite3) and their translation in
 DuckDB over the same data, asserting the same rows."""
 
@@ -504,8 +504,8 @@ def test_execute_stream_translates_with_the_served_schema_and_records_rewrites(s
                                                                                  tmp_path):
     from sqleval_pipeline.dialect import schema_from_manifest
     from sqleval_pipeline.guard.executor import GuardedExecutor
-    from sqleval_pipeline.records import Attempt
-    from sqleval_pipeline.streams import execute_stream
+    from sqleval_pipeline.pipeline.records import Attempt
+    from sqleval_pipeline.pipeline.streams import execute_stream
     from tests.conftest import demo_policy
 
     schema = schema_from_manifest(serving_snapshot.manifest)

@@ -6,12 +6,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from sqleval_pipeline import comparisons as cmp
-from sqleval_pipeline import evaluation as ev
+from sqleval_pipeline.pipeline import comparisons as cmp
+from sqleval_pipeline.pipeline import evaluation as ev
 from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline.configs import load_config
-from sqleval_pipeline.records import Attempt, Execution, Grade, load_records
+from sqleval_pipeline.pipeline.records import Attempt, Execution, Grade, load_records
 
 
 
@@ -256,7 +256,7 @@ def test_nightly_schedule_requests_fresh_batches_for_active_configurations():
 
 
 def test_a_baseline_graded_by_an_older_grader_is_regraded_not_compared(env):
-    from sqleval_pipeline.records import save_records
+    from sqleval_pipeline.pipeline.records import save_records
     from sqleval_pipeline.scoring import load_scorecard
 
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
@@ -285,7 +285,7 @@ def test_two_candidates_gating_against_one_old_baseline_at_once(env):
     """Both gates re-grade the same baseline concurrently; each writes only into its own batch."""
     import threading
 
-    from sqleval_pipeline.records import save_records
+    from sqleval_pipeline.pipeline.records import save_records
     from sqleval_pipeline.scoring import load_scorecard
 
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
@@ -369,7 +369,7 @@ def test_a_changed_guard_policy_executes_again_in_a_new_batch(env, monkeypatch):
 
 
 def test_failures_are_diagnosed_and_judges_calibrated_against_labels(env):
-    from sqleval_pipeline.records import Diagnosis
+    from sqleval_pipeline.pipeline.records import Diagnosis
 
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     ids = ["com-008", "com-012", "com-018", "com-001"]  # three labelled failures, one success
@@ -391,7 +391,7 @@ def test_failures_are_diagnosed_and_judges_calibrated_against_labels(env):
 
 def test_diagnoses_are_kept_per_grader_version_and_only_for_what_still_fails(env):
     from sqleval_pipeline.grading import GRADER_VERSION
-    from sqleval_pipeline.records import Diagnosis, save_records
+    from sqleval_pipeline.pipeline.records import Diagnosis, save_records
 
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     res = cmp.evaluate(env, raw, case_ids=["com-008", "com-001"])
@@ -502,7 +502,7 @@ def test_the_llm_judge_runs_inside_stage_diagnoses(env, tmp_path, monkeypatch):
     import yaml
 
     from sqleval_pipeline.judging.base import is_failure
-    from sqleval_pipeline.records import Diagnosis
+    from sqleval_pipeline.pipeline.records import Diagnosis
     from tests.generation.fakes import FakeAnthropic, text
 
     doc = yaml.safe_load((location.EVALS_DIR / "configs" / "baseline_raw.yaml").read_text())
@@ -560,7 +560,7 @@ def test_a_baseline_holding_a_case_removed_since_is_compared_on_the_cases_both_h
     longer has (a re-import rejected it): they are left out, never a crash."""
     import dataclasses
 
-    from sqleval_pipeline.records import save_records
+    from sqleval_pipeline.pipeline.records import save_records
     from sqleval_pipeline.scoring import load_scorecard
 
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")

@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 
-from sqleval_pipeline import comparisons as cmp
+from sqleval_pipeline.pipeline import comparisons as cmp
 from sqleval_pipeline import configs as configs_module
-from sqleval_pipeline import evaluation as ev
+from sqleval_pipeline.pipeline import evaluation as ev
 from sqleval_pipeline import paths
 from sqleval_pipeline.configs import load_config
 from sqleval_pipeline.demo import location

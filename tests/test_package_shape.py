@@ -116,7 +116,7 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_the_graph_sees_function_level_imports():
     graph = import_graph()
     # cli/evaluate.py imports comparisons inside a function only
-    assert "sqleval_pipeline.comparisons" in graph["sqleval_pipeline.cli.evaluate"]
+    assert "sqleval_pipeline.pipeline.comparisons" in graph["sqleval_pipeline.cli.evaluate"]
     assert "sqleval_pipeline.errors" in graph["sqleval_pipeline.snapshot"]
 
 

@@ -5,13 +5,13 @@ import dataclasses
 
 import pytest
 
-from sqleval_pipeline import comparisons as cmp
-from sqleval_pipeline import evaluation as ev
+from sqleval_pipeline.pipeline import comparisons as cmp
+from sqleval_pipeline.pipeline import evaluation as ev
 from sqleval_pipeline.demo import location
 from sqleval_pipeline.configs import load_config
-from sqleval_pipeline.records import Grade, load_records
-from sqleval_pipeline.storage import Remote
-from sqleval_pipeline.store import Store
+from sqleval_pipeline.pipeline.records import Grade, load_records
+from sqleval_pipeline.pipeline.storage import Remote
+from sqleval_pipeline.pipeline.store import Store
 from tests.conftest import at_once
 
 IDS = ["com-001", "com-004", "com-012", "com-018", "com-025"]
@@ -83,7 +83,7 @@ def test_a_second_machine_sees_and_reuses_the_first_ones_batch_through_the_remot
 
 
 def test_an_unreachable_remote_is_named(tmp_path):
-    from sqleval_pipeline.storage import RemoteError
+    from sqleval_pipeline.pipeline.storage import RemoteError
 
     with pytest.raises(RemoteError, match="nosuchproto://x"):
         Remote("nosuchproto://x")
@@ -105,7 +105,7 @@ def test_two_runs_of_one_version_at_once_make_one_batch(env, tmp_path):
 
 
 def test_the_project_file_names_the_remote_folder_or_url(tmp_path, monkeypatch):
-    from sqleval_pipeline.environment import project_store
+    from sqleval_pipeline.pipeline.environment import project_store
     from sqleval_pipeline.project import load_project
 
     (tmp_path / "sqleval.yaml").write_text(

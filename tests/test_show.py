@@ -20,14 +20,14 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sqleval_pipeline import comparisons as cmp
-from sqleval_pipeline import evaluation as ev
+from sqleval_pipeline.pipeline import comparisons as cmp
+from sqleval_pipeline.pipeline import evaluation as ev
 from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline import project as proj
 from sqleval_pipeline.cli import app
 from sqleval_pipeline.configs import load_config
-from sqleval_pipeline.records import OUTCOMES
+from sqleval_pipeline.pipeline.records import OUTCOMES
 
 runner = CliRunner()
 MARKUP = "[bold red]x[/]"

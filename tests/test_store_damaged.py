@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from sqleval_pipeline.store import BatchFileError, BatchInfo, Store
+from sqleval_pipeline.pipeline.store import BatchFileError, BatchInfo, Store
 
 
 def _info(i: int, status: str = "complete") -> BatchInfo:
@@ -23,7 +23,7 @@ def test_a_garbled_old_batch_is_skipped_with_a_warning_naming_it(tmp_path, caplo
         store.write_batch(_info(i))
     bad = store.batch_dir("cfg@v1", _info(1).batch_id) / "batch.json"
     bad.write_bytes(garbage)
-    with caplog.at_level(logging.WARNING, logger="sqleval_pipeline.store"):
+    with caplog.at_level(logging.WARNING, logger="sqleval_pipeline.pipeline.store"):
         ids = [b.batch_id for b in store.batches("cfg@v1")]
     assert ids == [_info(2).batch_id, _info(3).batch_id]
     assert store.latest("cfg@v1").batch_id == _info(3).batch_id

@@ -7,8 +7,8 @@ import pytest
 
 from sqleval_pipeline.demo import location
 from sqleval_pipeline.guard.executor import GuardedExecutor
-from sqleval_pipeline.records import Attempt, Execution, save_records
-from sqleval_pipeline.streams import MissingExecution, _Memo, execute_stream, joined
+from sqleval_pipeline.pipeline.records import Attempt, Execution, save_records
+from sqleval_pipeline.pipeline.streams import MissingExecution, _Memo, execute_stream, joined
 from tests.conftest import demo_policy
 
 COUNT = "SELECT count(*) AS n FROM fct_orders"
@@ -65,7 +65,7 @@ def test_each_distinct_text_is_executed_once_and_every_attempt_gets_its_executio
 def test_a_text_whose_execution_was_dropped_from_the_bounded_memo_is_executed_again(guard, monkeypatch):
     """The memo is bounded (cells held); past the bound a repeated text costs an execution,
     never a wrong result."""
-    import sqleval_pipeline.streams as streams
+    import sqleval_pipeline.pipeline.streams as streams
 
     monkeypatch.setattr(streams, "_Memo", lambda: _Memo(max_cells=1, max_entries=1))
     between = [f"SELECT {i} AS x" for i in range(6)]  # more than the window (4 x 1 worker)
@@ -95,7 +95,7 @@ def test_a_batch_without_sql_attempts_stores_an_empty_twin_not_an_error(env, tmp
     needs a row) and grading goes on."""
     import dataclasses
 
-    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline import evaluation as ev
     from sqleval_pipeline import paths
     from sqleval_pipeline.configs import load_config
     from sqleval_pipeline.generation.baseline import BaselineGenerator

@@ -620,7 +620,7 @@ def test_materialize_button_evaluates_a_partition_in_the_webserver(ui_home, tmp_
     batch = entries.get("batch_id")
     assert batch is not None and batch["__typename"] == "TextMetadataEntry", sorted(entries)
     batch_id = batch["text"]
-    # the store's layout (sqleval_pipeline/store.py): <build>/store/runs/<key>/<batch id>/
+    # the store's layout (sqleval_pipeline/pipeline/store.py): <build>/store/runs/<key>/<batch id>/
     grades = paths.Home(home).store / "runs" / key / batch_id / "grades.parquet"
     assert grades.is_file(), f"{grades} is missing"
     failing = failing_cases_in_grades(grades)

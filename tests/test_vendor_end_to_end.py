@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from sqleval_pipeline.cli import app
 from sqleval_pipeline.demo import location
 from sqleval_pipeline.golden import load_golden
-from sqleval_pipeline.records import Attempt, Grade, load_records
+from sqleval_pipeline.pipeline.records import Attempt, Grade, load_records
 from tests.generation.fakes import raw
 from tests.generation.vendor_fakes import (FakeCortexAnalyst, FakeGenie, analyst_sql, analyst_text,
                                            genie_failed, genie_sql, genie_text, statement)

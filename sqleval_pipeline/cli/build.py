@@ -60,7 +60,7 @@ def snapshot_verify() -> None:
     """Re-hash the serving file against the pinned manifest (rebuilding it from the warehouse
     when it is missing) and fail on any drift."""
     from sqleval_pipeline import snapshot as snap
-    from sqleval_pipeline.foundation import freeze
+    from sqleval_pipeline.warehouse.foundation import freeze
     from sqleval_pipeline.warehouse import dbt
 
     pinned_id, manifest, serving = pinned()

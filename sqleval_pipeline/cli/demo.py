@@ -48,7 +48,7 @@ def demo(
     verify the golden set, run the guardrails, then evaluate every active configuration
     (baselines first) and gate each against its baseline, then calibrate the judges."""
     projects.select(choose_demo_project(directory))
-    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline import evaluation as ev
     from sqleval_pipeline.configs import load_configs
     from sqleval_pipeline.judging.calibration import CalibrationReport
     from sqleval_pipeline.orchestrate import EVALUATION_GROUPS, FOUNDATION_GROUPS, JUDGING_GROUPS

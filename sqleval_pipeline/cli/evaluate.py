@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from sqleval_pipeline import batch_files as bf
+from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.cli.common import console, err, fail, project, run_assets, run_log_path
 from sqleval_pipeline.cli.output import warnings_to
 from sqleval_pipeline.cli.verdict import build_verdict, render_verdict
@@ -23,14 +23,14 @@ INCONCLUSIVE_EXIT = 3
 
 def _inconclusive(partition_key: str) -> bool:
     """Whether the newest scorecard of the version is an outage (too many ERROR attempts)."""
-    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline import evaluation as ev
 
     card, _batch = ev.latest_scorecard(environment_or_fail(), partition_key)
     return card is not None and card.inconclusive
 
 
 def environment_or_fail():
-    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline import evaluation as ev
 
     try:
         return ev.environment(project())
@@ -45,8 +45,8 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None, output:
 
     ``output``: ``full``; ``quiet`` (the verdict block only); ``json`` (one JSON object on
     stdout, nothing else). The Markdown report is written in every mode."""
-    from sqleval_pipeline import evaluation as ev
-    from sqleval_pipeline.comparisons import COMPARISONS_FILE, GateReport
+    from sqleval_pipeline.pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline.comparisons import COMPARISONS_FILE, GateReport
     from sqleval_pipeline.reporting.gate import gate_report_markdown, render_gate_report
     from sqleval_pipeline.reporting.scorecard import (
         diff_markdown,
@@ -63,7 +63,7 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None, output:
     if card is None:
         fail(f"no scorecard for {partition_key}")
     folder = env.store.batch_dir(partition_key, batch.batch_id)
-    from sqleval_pipeline.comparisons import baseline_diff_gate
+    from sqleval_pipeline.pipeline.comparisons import baseline_diff_gate
 
     d, g = baseline_diff_gate(env, batch)
     report = (GateReport.model_validate_json((folder / COMPARISONS_FILE).read_text())
@@ -130,7 +130,7 @@ def write_ci_outputs(partition_key: str, *, junit: Path | None = None, summary: 
     import os
     import socket
 
-    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline import evaluation as ev
     from sqleval_pipeline.errors import SqlevalError
     from sqleval_pipeline.reporting.annotations import github_annotations
     from sqleval_pipeline.reporting.ci_batch import (annotation_root, golden_locations,

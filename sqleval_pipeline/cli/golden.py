@@ -105,9 +105,14 @@ def golden_audit(
                                                       "as JSON to this file")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1)")] = False,
     runs: Annotated[int, typer.Option(min=1, max=10, help="Runs of every reference")] = 3,
+    suite: Annotated[bool, typer.Option("--suite", help="Also distil each case's test suite on neighbour "
+                                        "databases and list weak and insensitive cases (docs/test-suite.md)")] = False,
+    suite_neighbours: Annotated[Optional[int], typer.Option(
+        "--suite-neighbours", min=1, max=200, help="Neighbour databases to build with --suite (default 12)")] = None,
 ) -> None:
     """Run every reviewed reference as if a system had answered it (guard, grading, three
-    runs) and flag weak ones; exit 1 on any error (with --strict, on any warning)."""
+    runs) and flag weak ones; exit 1 on any error (with --strict, on any warning). With
+    --suite, also list the cases whose result few mutants of the reference change."""
     from rich.markup import escape
 
     from sqleval_pipeline.golden.audit import audit_cases
@@ -150,10 +155,46 @@ def golden_audit(
     colour = "red" if report.errors else ("yellow" if report.warnings else "green")
     console.print(f"[{colour}]{escape(report.summary())}[/]"
                   + (f"; report: {json_path}" if json_path else ""), highlight=False)
+    if suite:
+        _suite_section(proj, gs.cases, {c.id for c in todo}, suite_neighbours)
     code = report.exit_code(strict)
     if code and not report.errors:
         err.print("[yellow]--strict:[/] warnings fail the audit")
     raise typer.Exit(code)
+
+
+def _suite_section(proj, cases: list, wanted: set[str], neighbours: int | None) -> None:
+    """The test-suite section of ``golden audit --suite``: neighbours and suites of the whole
+    golden set (built or reused), weak and insensitive cases among ``wanted``. Advisory: it
+    never changes the exit code."""
+    from rich.markup import escape
+
+    from sqleval_pipeline.suite.audit import insensitive, project_suite, weak_cases
+    from sqleval_pipeline.suite.neighbours import check_params
+
+    try:
+        with console.status("test suite: neighbours and mutants …") as status:
+            rep = project_suite(proj, cases, params=check_params(neighbours, None),
+                                progress=lambda stage, done, total: status.update(
+                                    f"test suite: {stage} {done}/{total} …"))
+    except SqlevalError as exc:
+        fail(str(exc))
+    kinds = {e.id: e.kind for e in rep.nset.manifest.neighbours}
+    flagged = [(c, "insensitive") for c in rep.suite.cases.values() if c.case_id in wanted and insensitive(c)]
+    flagged += [(c, "weak") for c in weak_cases(rep.suite) if c.case_id in wanted]
+    if flagged:
+        t = Table(title="test suite: cases few mutants of the reference tell apart")
+        for col in ("case", "finding", "kill rate", "mutants (snapshot / neighbours / surviving)", "suite",
+                    "surviving, e.g."):
+            t.add_column(col, overflow="fold")
+        for c, what in flagged:
+            rate = "n/a" if c.kill_rate is None else f"{c.kill_rate:.0%}"
+            t.add_row(c.case_id, f"[yellow]{what}[/]", rate,
+                      f"{c.mutants} ({c.killed_by_snapshot} / {c.killed_by_neighbours} / {len(c.surviving)})",
+                      ", ".join(kinds.get(n, n) for n in c.neighbours) or "-",
+                      escape("\n".join(m.detail for m in c.surviving[:3])))
+        console.print(t)
+    console.print(f"{escape(rep.summary())}; suite: {rep.path}", highlight=False)
 
 
 @golden_app.command("add")

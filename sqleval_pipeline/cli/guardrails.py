@@ -87,7 +87,7 @@ def run(
                                                   "case per hostile case (docs/ci.md)")] = None,
 ) -> None:
     """Run the hostile suite; exit non-zero if anything got through or the snapshot changed."""
-    from sqleval_pipeline.foundation import hostile_suite
+    from sqleval_pipeline.warehouse.foundation import hostile_suite
     from sqleval_pipeline.guard.executor import GuardedExecutor, GuardSetupError
     from sqleval_pipeline.guard.hostile import run_suite
     from sqleval_pipeline.guard.policy import PolicyError, project_policy
@@ -239,7 +239,7 @@ def report(out: Annotated[Optional[Path], typer.Option("--out", "-o", help="HTML
     """Write the security evidence pack as one self-contained HTML file: the guard policy in
     force, the database settings read back from DuckDB, every hostile case of the last suite
     run with the layer that stopped it, and the snapshot checksum before and after."""
-    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline import evaluation as ev
     from sqleval_pipeline.project import ProjectError, current
     from sqleval_pipeline.reporting.html.page import write_evidence
 

@@ -16,7 +16,7 @@ app = typer.Typer(no_args_is_help=True, help="Label failed attempts and calibrat
 
 
 def _env():
-    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline import evaluation as ev
 
     try:
         return ev.environment(project())
@@ -94,7 +94,7 @@ def calibrate_cmd(
 ) -> None:
     """Each judge's agreement with the human labels, Cohen's kappa with its 95% interval, the
     confusion matrix and the rules-versus-LLM disagreement table."""
-    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline import evaluation as ev
     from sqleval_pipeline.judging.calibration import LabelError
     from sqleval_pipeline.reporting.calibration import calibration_markdown, render_calibration
 

@@ -24,8 +24,8 @@ PartitionOpt = Annotated[Optional[list[str]], typer.Option(
 
 def _selection(config: list[str] | None, partition: list[str] | None):
     """(environment, the configuration versions named; [] for every scored version)."""
-    from sqleval_pipeline import evaluation as ev
-    from sqleval_pipeline.casefile import check_partition, resolve_config
+    from sqleval_pipeline.pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline.casefile import check_partition, resolve_config
 
     try:
         env = ev.environment(project())
@@ -48,7 +48,7 @@ def report(
     at its newest batch)."""
     import time
 
-    from sqleval_pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline import evaluation as ev
     from sqleval_pipeline.reporting.html import write_report
 
     env, keys = _selection(config, partition)
@@ -69,8 +69,8 @@ def export(
 ) -> None:
     """Export the scorecard (JSON) and one row per case and run (Parquet and JSON Lines) of
     configuration versions (default: every version with a scorecard); docs/exports.md."""
-    from sqleval_pipeline import evaluation as ev
-    from sqleval_pipeline.exports import export as run_export
+    from sqleval_pipeline.pipeline import evaluation as ev
+    from sqleval_pipeline.reporting.exports import export as run_export
 
     env, keys = _selection(config, partition)
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from sqleval_pipeline.records import Diagnosis, Grade, load_records
+from sqleval_pipeline.pipeline.records import Diagnosis, Grade, load_records
 from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.errors import SqlevalError
 from sqleval_pipeline.scoring.diff import diff

@@ -28,8 +28,8 @@ def show(
 ) -> None:
     """Show one case as evaluated: question, reference SQL and expected result, then every run's
     SQL (or refusal), guarded execution, grade, mismatch and diagnosis."""
-    from sqleval_pipeline import evaluation as ev
-    from sqleval_pipeline.casefile import case_detail, resolve_config
+    from sqleval_pipeline.pipeline import evaluation as ev
+    from sqleval_pipeline.pipeline.casefile import case_detail, resolve_config
 
     if (config is None) == (partition is None):
         fail("name the configuration: -c CONFIG (a file or a name) or --partition <name>@<hash8>"

@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from sqleval_pipeline import batch_files as bf
+from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.reporting.status import (  # noqa: F401 (re-exported: the verdict's vocabulary)
     FAILED, INCONCLUSIVE, NOT_GATED, PASSED, gate_status, newly_failing)
 

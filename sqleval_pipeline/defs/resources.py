@@ -39,7 +39,7 @@ class SqlevalHome(dg.ConfigurableResource):
 
     def environment(self):
         """The evaluation environment (pinned snapshot, golden set, store) of the project."""
-        from sqleval_pipeline.evaluation import environment
+        from sqleval_pipeline.pipeline.evaluation import environment
 
         return environment(self.project, home=self.home, manifest_dir=self.pins_dir,
                            configs_dir=Path(self.configs_dir) if self.configs_dir else None)

@@ -35,7 +35,7 @@ from sqleval_pipeline.providers.anthropic import (  # noqa: F401  (parse_mapping
 )
 from sqleval_pipeline.providers.env import env_value
 from sqleval_pipeline.providers.errors import ProviderError, truncate_raw
-from sqleval_pipeline.records import Usage
+from sqleval_pipeline.pipeline.records import Usage
 
 
 class ClaudeAnswer(BaseModel):

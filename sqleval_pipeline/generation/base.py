@@ -20,7 +20,7 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from sqleval_pipeline.providers.errors import ProviderError
-from sqleval_pipeline.records import Usage
+from sqleval_pipeline.pipeline.records import Usage
 
 __all__ = ["Example", "GenerationContext", "GenerationOutput", "Generator", "ProviderError"]
 

@@ -50,7 +50,7 @@ from sqleval_pipeline.generation.baseline_vocab import (  # noqa: F401  (month_w
 from sqleval_pipeline.generation.context import SchemaCatalog
 from sqleval_pipeline.glossary import Glossary, Term
 from sqleval_pipeline.guard.lru import LRU
-from sqleval_pipeline.records import Usage
+from sqleval_pipeline.pipeline.records import Usage
 from sqleval_pipeline.errors import SqlevalError
 
 TOP_RX = re.compile(rf"\btop\s+{NUM}\b")

@@ -33,7 +33,7 @@ from sqleval_pipeline.configs import CallableSettings
 from sqleval_pipeline.generation._common import GeneratorSetupError, interpret_answer
 from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput
 from sqleval_pipeline.providers.errors import ProviderError, truncate_raw
-from sqleval_pipeline.records import Usage
+from sqleval_pipeline.pipeline.records import Usage
 
 NO_SQL_REASON = "the function returned no SQL"
 

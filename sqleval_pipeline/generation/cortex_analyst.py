@@ -63,7 +63,7 @@ from sqleval_pipeline.generation.vendor_common import (
     vendor_details,
 )
 from sqleval_pipeline.providers.errors import ProviderError, truncate_raw
-from sqleval_pipeline.records import Usage
+from sqleval_pipeline.pipeline.records import Usage
 
 MESSAGE_PATH = "/api/v2/cortex/analyst/message"
 TOKEN_TYPE_HEADER = "X-Snowflake-Authorization-Token-Type"

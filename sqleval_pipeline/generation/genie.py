@@ -61,7 +61,7 @@ from sqleval_pipeline.generation._common import NO_REASON
 from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput
 from sqleval_pipeline.generation.vendor_common import bearer_token, call_json, vendor_client
 from sqleval_pipeline.providers.errors import ProviderError, truncate_raw
-from sqleval_pipeline.records import Usage
+from sqleval_pipeline.pipeline.records import Usage
 from sqleval_pipeline.results import ResultSet
 
 #: statuses after which a message changes no more

@@ -37,7 +37,7 @@ from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput
 from sqleval_pipeline.providers.env import env_value
 from sqleval_pipeline.providers.errors import ProviderError
 from sqleval_pipeline.providers.http import http_client, read_json_response, send_json
-from sqleval_pipeline.records import Usage
+from sqleval_pipeline.pipeline.records import Usage
 
 
 class _Missing:

@@ -37,7 +37,7 @@ from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput
 from sqleval_pipeline.providers.env import env_value, is_local_url
 from sqleval_pipeline.providers.errors import ProviderError, truncate_raw
 from sqleval_pipeline.providers.http import create_chat_completion, openai_client
-from sqleval_pipeline.records import Usage
+from sqleval_pipeline.pipeline.records import Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: sent to local servers that need no key (the SDK refuses to build a client without one)

@@ -32,7 +32,7 @@ from sqleval_pipeline.configs import RecordedSettings
 from sqleval_pipeline.generation._common import GeneratorSetupError
 from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput
 from sqleval_pipeline.providers.errors import ProviderError
-from sqleval_pipeline.records import Usage
+from sqleval_pipeline.pipeline.records import Usage
 from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 
 

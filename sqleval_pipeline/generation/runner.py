@@ -35,13 +35,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqleval_pipeline import batch_files as bf
+from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.generation.base import Generator, ProviderError
 from sqleval_pipeline.generation.context import ContextBuilder
 from sqleval_pipeline.generation.retry import call_with_retries
 from sqleval_pipeline.golden.model import Case
-from sqleval_pipeline.records import Attempt, RecordWriter, Usage, count_records, load_records
-from sqleval_pipeline.store import BatchInfo, Store, file_lock
+from sqleval_pipeline.pipeline.records import Attempt, RecordWriter, Usage, count_records, load_records
+from sqleval_pipeline.pipeline.store import BatchInfo, Store, file_lock
 from sqleval_pipeline.textfiles import atomic_path
 
 
@@ -421,7 +421,7 @@ def _reuse_attempts(store: Store, info: BatchInfo, started: float) -> RunResult:
 
 def _retry_batch(source: BatchInfo) -> BatchInfo:
     """A new batch for an inconclusive one: same inputs, its ERROR attempts asked again."""
-    from sqleval_pipeline.store import new_batch_id
+    from sqleval_pipeline.pipeline.store import new_batch_id
 
     return source.model_copy(update={
         "batch_id": new_batch_id(), "status": "running", "finished_at": None, "counts": {},
@@ -466,7 +466,7 @@ def open_batch(store: Store, *, partition_key: str, config_name: str, config_ver
     A batch whose recorded files are missing or changed (:meth:`Store.damaged`) is marked
     ``damaged`` and skipped; a new batch redoes its work (copying its attempts when those are
     intact, so only the later stages run again)."""
-    from sqleval_pipeline.store import new_batch_id
+    from sqleval_pipeline.pipeline.store import new_batch_id
 
     gh = golden_hash(cases)
     ids = [c.id for c in cases]

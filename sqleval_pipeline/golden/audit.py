@@ -1,8 +1,8 @@
 """Audit the golden set: every reviewed reference answered as if a system had written it.
 
 ``sqleval golden audit`` (docs/golden-set.md, "Auditing the golden set") runs each reference
-query, and each alternative, down the evaluation's own path: an :class:`~sqleval_pipeline.records.Attempt`
-of kind ``sql`` executed by :func:`~sqleval_pipeline.streams.execute_stream` through the
+query, and each alternative, down the evaluation's own path: an :class:`~sqleval_pipeline.pipeline.records.Attempt`
+of kind ``sql`` executed by :func:`~sqleval_pipeline.pipeline.streams.execute_stream` through the
 project's guard (statement filter, pinned clock, sandbox, result cap), then graded by
 :func:`~sqleval_pipeline.grading.grade_attempt` against the case, once per run (three runs by
 default). A reference that does not grade CORRECT against itself every time is an error, and so
@@ -49,10 +49,10 @@ from sqleval_pipeline.golden.infer import limit_without_order
 from sqleval_pipeline.golden.model import Case, EncodedResult, TieAtCut
 from sqleval_pipeline.grading import grade_attempt
 from sqleval_pipeline.guard.clock import pin_clock
-from sqleval_pipeline.records import Attempt, Execution
+from sqleval_pipeline.pipeline.records import Attempt, Execution
 from sqleval_pipeline.results import ResultSet, encode_value
 from sqleval_pipeline.snapshot import open_readonly
-from sqleval_pipeline.streams import execute_stream
+from sqleval_pipeline.pipeline.streams import execute_stream
 
 Severity = Literal["error", "warning"]
 

@@ -17,7 +17,7 @@ from sqleval_pipeline.grading.fast import _close_residue, _facts_missing_column,
 from sqleval_pipeline.grading.matching import _compare_exact, _compare_facts
 from sqleval_pipeline.grading.ties import Cut, Shape, case_shapes, merged_groups, selections
 from sqleval_pipeline.grading.values import GRADER_VERSION
-from sqleval_pipeline.records import Attempt, Execution, Grade
+from sqleval_pipeline.pipeline.records import Attempt, Execution, Grade
 from sqleval_pipeline.results import ResultSet
 
 if TYPE_CHECKING:  # pragma: no cover

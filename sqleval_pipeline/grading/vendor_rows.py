@@ -27,7 +27,7 @@ from typing import Any
 
 from sqleval_pipeline.grading.outcomes import compare, compare_any
 from sqleval_pipeline.grading.ties import case_shapes
-from sqleval_pipeline.records import Attempt, Execution
+from sqleval_pipeline.pipeline.records import Attempt, Execution
 from sqleval_pipeline.results import ResultSet
 
 

@@ -17,7 +17,7 @@ reasons that come from the SQL.
 Each execution is logged as a structured record (:meth:`GuardResult.to_record`) on the
 ``sqleval_pipeline.guard`` logger (the JSON-able dict is in ``record.guard``) and, when
 ``log_path`` is given, appended to that JSON Lines file. :meth:`GuardResult.to_execution`
-converts to the pipeline's :class:`~sqleval_pipeline.records.Execution` record.
+converts to the pipeline's :class:`~sqleval_pipeline.pipeline.records.Execution` record.
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ class GuardResult:
         return rec
 
     def to_execution(self, config_version: str, case_id: str, run_index: int):
-        """The pipeline record (:class:`sqleval_pipeline.records.Execution`) of this execution."""
-        from sqleval_pipeline.records import Execution
+        """The pipeline record (:class:`sqleval_pipeline.pipeline.records.Execution`) of this execution."""
+        from sqleval_pipeline.pipeline.records import Execution
 
         kw: dict[str, Any] = {
             "config_version": config_version, "case_id": case_id, "run_index": run_index,

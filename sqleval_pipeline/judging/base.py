@@ -2,7 +2,7 @@
 
 A judge receives one *failed* attempt — its case (question, reference SQL, expected result),
 the attempt (SQL or refusal), the guarded execution and the grade with its mismatch text — and
-returns a :class:`~sqleval_pipeline.records.Diagnosis` with one of the six categories and an
+returns a :class:`~sqleval_pipeline.pipeline.records.Diagnosis` with one of the six categories and an
 explanation a person can act on.
 """
 
@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 from sqleval_pipeline.golden.model import Case
-from sqleval_pipeline.records import FAILURE_CATEGORIES, Attempt, Diagnosis, Execution, Grade
+from sqleval_pipeline.pipeline.records import FAILURE_CATEGORIES, Attempt, Diagnosis, Execution, Grade
 
 FAILED_OUTCOMES = frozenset({"WRONG", "DEFERRED_WRONGLY"})
 

@@ -32,7 +32,7 @@ Kappa comes with a 95% interval (:func:`kappa_interval`). For each pair
 of judges: the disagreement table over the attempts both diagnosed (category pairs, counts,
 example attempt keys).
 
->>> from sqleval_pipeline.records import Diagnosis
+>>> from sqleval_pipeline.pipeline.records import Diagnosis
 >>> d = lambda cat, judge="rules": Diagnosis(config_version="v1", case_id="q01", run_index=0,
 ...                                           category=cat, explanation="…", judge=judge)
 >>> label = HumanLabel(case_id="q01", run_index=0, config_name="claude",
@@ -56,7 +56,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sqleval_pipeline.records import FAILURE_CATEGORIES, AttemptKey, Diagnosis, FailureCategory
+from sqleval_pipeline.pipeline.records import FAILURE_CATEGORIES, AttemptKey, Diagnosis, FailureCategory
 from sqleval_pipeline.textfiles import BadJsonLine, json_lines
 from sqleval_pipeline.errors import InputError, SqlevalError
 

@@ -28,9 +28,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sqleval_pipeline import batch_files as bf
-from sqleval_pipeline.environment import Environment
-from sqleval_pipeline.records import FAILURE_CATEGORIES
+from sqleval_pipeline.pipeline import batch_files as bf
+from sqleval_pipeline.pipeline.environment import Environment
+from sqleval_pipeline.pipeline.records import FAILURE_CATEGORIES
 from sqleval_pipeline.textfiles import ENCODING_ERRORS
 
 QUEUE = Path("queue") / "sample.jsonl"
@@ -87,7 +87,7 @@ def _normal(sql: str | None) -> str:
 def candidates(env: Environment) -> list[tuple[QueueItem, str]]:
     """(item, answer text) for every failed attempt of each configuration's newest batch."""
     from sqleval_pipeline.configs import load_configs
-    from sqleval_pipeline.records import Attempt, Diagnosis, Grade, load_records
+    from sqleval_pipeline.pipeline.records import Attempt, Diagnosis, Grade, load_records
 
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     out = []
@@ -181,7 +181,7 @@ def label_session(env: Environment, labeler: str, ask: Callable[[str], str],
     """Label the pending attempts one by one. ``ask(prompt)`` returns what the person typed
     (EOF or Ctrl-C end the session); ``show(detail)`` displays a :class:`CaseDetail` run.
     Returns counts of what was done."""
-    from sqleval_pipeline.casefile import case_detail
+    from sqleval_pipeline.pipeline.casefile import case_detail
 
     labels_dir = env.labels_dir
     done = {"labelled": 0, "skipped": 0}

@@ -53,7 +53,7 @@ from sqleval_pipeline.providers.anthropic import (
 from sqleval_pipeline.providers.env import env_value
 from sqleval_pipeline.providers.errors import ProviderError, truncate_raw
 from sqleval_pipeline.providers.retry import call_with_retries
-from sqleval_pipeline.records import FAILURE_CATEGORIES, Diagnosis, Execution, FailureCategory
+from sqleval_pipeline.pipeline.records import FAILURE_CATEGORIES, Diagnosis, Execution, FailureCategory
 from sqleval_pipeline.textfiles import write_atomically
 
 __all__ = [

@@ -74,7 +74,7 @@ from sqleval_pipeline.judging.structure import (
     value_shift,
 )
 from sqleval_pipeline.judging.ties_evidence import nondeterministic, tie_cause
-from sqleval_pipeline.records import Diagnosis
+from sqleval_pipeline.pipeline.records import Diagnosis
 
 #: 3: causes first (the cause table, CAUSES); 2: structure and result diff
 RULES_REVISION = 3

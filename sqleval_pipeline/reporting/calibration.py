@@ -11,7 +11,7 @@ from sqleval_pipeline.judging.calibration import (
     JudgeCalibration,
     JudgePairDisagreement,
 )
-from sqleval_pipeline.records import FAILURE_CATEGORIES, AttemptKey
+from sqleval_pipeline.pipeline.records import FAILURE_CATEGORIES, AttemptKey
 from sqleval_pipeline.textfiles import visible_text
 
 __all__ = ["calibration_markdown", "render_calibration"]

@@ -1,4 +1,4 @@
-"""Rich rendering of one case as evaluated in one batch (:class:`~sqleval_pipeline.casefile.CaseDetail`).
+"""Rich rendering of one case as evaluated in one batch (:class:`~sqleval_pipeline.pipeline.casefile.CaseDetail`).
 
 Questions, SQL, column names and cell values come from the golden set, the system under test
 and the data: they are always built into :class:`~rich.text.Text` (or highlighted by
@@ -7,7 +7,7 @@ as those characters.
 
 >>> import io
 >>> from rich.console import Console
->>> from sqleval_pipeline.casefile import Rows
+>>> from sqleval_pipeline.pipeline.casefile import Rows
 >>> c = Console(width=60, file=io.StringIO(), record=True)
 >>> c.print(rows_table(Rows(columns=["[b]x[/b]"], types=["VARCHAR"], rows=[["[red]y"]],
 ...                           total_rows=3)))
@@ -27,7 +27,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from sqleval_pipeline.casefile import CaseDetail, ExecutionDetail, Rows, RunDetail
+from sqleval_pipeline.pipeline.casefile import CaseDetail, ExecutionDetail, Rows, RunDetail
 
 #: longest cell shown in a result table; longer values end in an ellipsis
 CELL_WIDTH = 40

@@ -31,16 +31,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from sqleval_pipeline import batch_files as bf
+from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.reporting.status import gate_status, newly_failing
-from sqleval_pipeline.comparisons import COMPARISONS_FILE, Comparison, GateReport
+from sqleval_pipeline.pipeline.comparisons import COMPARISONS_FILE, Comparison, GateReport
 from sqleval_pipeline.errors import InputError
 from sqleval_pipeline.golden.loader import golden_files, parse_lines
-from sqleval_pipeline.records import SUCCESS_OUTCOMES, Attempt, Diagnosis, Execution, Grade, load_records
+from sqleval_pipeline.pipeline.records import SUCCESS_OUTCOMES, Attempt, Diagnosis, Execution, Grade, load_records
 from sqleval_pipeline.scoring.diff import Diff
 from sqleval_pipeline.scoring.gate import GateResult
 from sqleval_pipeline.scoring.scorecard import Scorecard
-from sqleval_pipeline.store import BatchInfo, read_batch_info
+from sqleval_pipeline.pipeline.store import BatchInfo, read_batch_info
 from sqleval_pipeline.textfiles import visible
 
 #: how the comparisons are named for people

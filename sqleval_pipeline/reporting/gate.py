@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sqleval_pipeline.comparisons import GateReport
+from sqleval_pipeline.pipeline.comparisons import GateReport
 from sqleval_pipeline.reporting.scorecard import pct
 from sqleval_pipeline.textfiles import visible_text
 

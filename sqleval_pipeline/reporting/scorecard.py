@@ -1,6 +1,6 @@
 """Console (rich) and Markdown renderings of scorecards, diffs and gate results.
 
->>> from sqleval_pipeline.records import Grade
+>>> from sqleval_pipeline.pipeline.records import Grade
 >>> from sqleval_pipeline.scoring.scorecard import build_scorecard
 >>> sc = build_scorecard([Grade(config_version="c1", case_id="q1", run_index=0, outcome="CORRECT",
 ...     reason="match", grader_version="r1", band="answerable", difficulty="top_k", split="dev",

@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
-from sqleval_pipeline import batch_files as bf
-from sqleval_pipeline.comparisons import COMPARISONS_FILE, GateReport
-from sqleval_pipeline.store import BatchInfo, Store, batch_order
+from sqleval_pipeline.pipeline import batch_files as bf
+from sqleval_pipeline.pipeline.comparisons import COMPARISONS_FILE, GateReport
+from sqleval_pipeline.pipeline.store import BatchInfo, Store, batch_order
 
 #: a batch's gate, in the words the verdict, the CI outputs and the status view share
 PASSED, FAILED, NOT_GATED, INCONCLUSIVE = "passed", "failed", "not gated", "inconclusive"
@@ -90,7 +90,7 @@ def gate_state(report: GateReport) -> GateState:
     """The state one gate result shows: :func:`gate_status`'s, with "not gated" (nothing to
     compare with) said as "not evaluated".
 
-    >>> from sqleval_pipeline.comparisons import Comparison
+    >>> from sqleval_pipeline.pipeline.comparisons import Comparison
     >>> c = lambda s: Comparison(kind="baseline", status=s, reason="")
     >>> [gate_state(GateReport(partition_key="a@1", batch_id="b", comparisons=cs))
     ...  for cs in ([c("failed"), c("passed")], [c("skipped")], [c("inconclusive")], [c("passed")])]

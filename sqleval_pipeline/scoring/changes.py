@@ -24,7 +24,7 @@ import json
 from typing import Any
 
 from pydantic import BaseModel, Field
-from sqleval_pipeline import batch_files as bf
+from sqleval_pipeline.pipeline import batch_files as bf
 
 INPUTS_FILE = bf.INPUTS
 

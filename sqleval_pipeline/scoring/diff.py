@@ -8,7 +8,7 @@ bootstrap (cases alone with one cluster); a degenerate paired distribution (e.g.
 discordant case) gets the exact bound of :func:`stats.exact_shift_bound`, never [0, 0]. Each
 interval names its method. McNemar's exact test runs on the per-case pass/fail pairs.
 
->>> from sqleval_pipeline.records import Grade
+>>> from sqleval_pipeline.pipeline.records import Grade
 >>> from sqleval_pipeline.scoring.scorecard import build_scorecard
 >>> def sc(cfg, outcomes):
 ...     return build_scorecard([Grade(config_version=cfg, case_id=f"q{i}", run_index=0, outcome=o,

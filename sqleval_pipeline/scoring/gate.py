@@ -5,7 +5,7 @@ the baseline's — or, with ``fail_on_case_regression``, when any case that pass
 baseline now fails — unless ``evals/decisions.yaml`` holds a matching decision (who, why,
 date, baseline and candidate versions).
 
->>> from sqleval_pipeline.records import Grade
+>>> from sqleval_pipeline.pipeline.records import Grade
 >>> from sqleval_pipeline.scoring.scorecard import build_scorecard
 >>> def sc(cfg, outcomes):
 ...     return build_scorecard([Grade(config_version=cfg, case_id=f"q{i}", run_index=0, outcome=o,
@@ -53,7 +53,7 @@ from sqleval_pipeline.configs import GateSettings
 from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.scoring.diff import Diff, diff
 from sqleval_pipeline.scoring.scorecard import Scorecard
-from sqleval_pipeline.store import INCONCLUSIVE_ERROR_SHARE
+from sqleval_pipeline.pipeline.store import INCONCLUSIVE_ERROR_SHARE
 from sqleval_pipeline.errors import InputError
 
 GATE_SCHEMA = "sqleval.gate/1"

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.scoring.usage import UsageMetrics
-from sqleval_pipeline.store import INCONCLUSIVE_ERROR_SHARE
+from sqleval_pipeline.pipeline.store import INCONCLUSIVE_ERROR_SHARE
 from sqleval_pipeline.textfiles import write_atomically
 from sqleval_pipeline.errors import InputError
 

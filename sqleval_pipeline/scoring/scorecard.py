@@ -23,7 +23,7 @@ Every :class:`Interval` records its ``method``. Slices: split, band, difficulty,
 Given the attempts (and the configuration's price table), ``usage`` holds latency, tokens and
 cost per question — per attempt, over the attempts with the value recorded (:mod:`.usage`).
 
->>> from sqleval_pipeline.records import Grade
+>>> from sqleval_pipeline.pipeline.records import Grade
 >>> def g(case, run, outcome, band="answerable"):
 ...     return Grade(config_version="c1", case_id=case, run_index=run, outcome=outcome,
 ...                  reason="x", grader_version="r1", band=band, difficulty="top_k",
@@ -48,7 +48,7 @@ from pydantic import BaseModel
 
 from sqleval_pipeline.configs import Pricing
 from sqleval_pipeline.golden.model import BANDS, DIFFICULTIES, SPLITS
-from sqleval_pipeline.records import Attempt, Diagnosis, Grade
+from sqleval_pipeline.pipeline.records import Attempt, Diagnosis, Grade
 from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.scoring.usage import AttemptUsage, UsageMetrics, read_attempt_usage, usage_metrics
 from sqleval_pipeline.errors import InputError

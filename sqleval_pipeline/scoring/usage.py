@@ -15,7 +15,7 @@ and says how many those are; nothing recorded gives None, never 0.
   mean and total over those attempts.
 
 >>> from sqleval_pipeline.configs import Pricing
->>> from sqleval_pipeline.records import Usage
+>>> from sqleval_pipeline.pipeline.records import Usage
 >>> rows = [AttemptUsage(config_version="c", case_id="q1", run_index=r, kind="sql",
 ...                      usage=Usage(wall_s=s, input_tokens=1000, output_tokens=100))
 ...         for r, s in enumerate([1.0, 2.0, 4.0])]
@@ -37,8 +37,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from sqleval_pipeline.configs import Pricing
-from sqleval_pipeline.records import Attempt, AttemptKey, Usage
-from sqleval_pipeline.recordio import iter_records
+from sqleval_pipeline.pipeline.records import Attempt, AttemptKey, Usage
+from sqleval_pipeline.pipeline.recordio import iter_records
 
 #: the percentile the latency threshold of the gate reads
 LATENCY_PERCENTILE = 95

@@ -186,7 +186,7 @@ def test_completed_without_a_usable_attachment_is_malformed(tmp_path, fake):
 
 def test_a_batch_through_the_attempt_runner_asks_each_case_and_run_in_its_own_conversation(tmp_path, fake):
     from sqleval_pipeline.generation.runner import open_batch, run_attempts
-    from sqleval_pipeline.store import Store
+    from sqleval_pipeline.pipeline.store import Store
 
     cases = [make_case("How many orders in June?", "ven-001"),
              make_case("What is salary of the CEO?", "ven-002")]

@@ -11,7 +11,7 @@ from sqleval_pipeline.configs import CallableSettings, ConfigError, RecordedSett
 from sqleval_pipeline.generation.base import GenerationContext, GenerationOutput, Generator, ProviderError
 from sqleval_pipeline.generation.callable_gen import CallableGenerator, CallableTargetError
 from sqleval_pipeline.generation.recorded import RecordedAnswersError, RecordedGenerator
-from sqleval_pipeline.records import Usage
+from sqleval_pipeline.pipeline.records import Usage
 from tests.generation.fakes import make_context
 
 # =========================================================================== recorded

@@ -8,8 +8,8 @@ from sqleval_pipeline.generation.base import GenerationOutput, ProviderError
 from sqleval_pipeline.generation.context import ContextBuilder, load_catalog
 from sqleval_pipeline.generation.runner import open_batch, run_attempts
 from sqleval_pipeline.golden import load_golden
-from sqleval_pipeline.records import Attempt, load_records
-from sqleval_pipeline.store import Store
+from sqleval_pipeline.pipeline.records import Attempt, load_records
+from sqleval_pipeline.pipeline.store import Store
 
 
 class Crash(BaseException):
@@ -130,7 +130,7 @@ def test_batches_sort_by_creation_not_by_their_random_suffix(tmp_path):
     """Two batches made in the same second: the newer one is last, whatever its suffix."""
     import datetime as dt
 
-    from sqleval_pipeline.store import BatchInfo, Store, new_batch_id
+    from sqleval_pipeline.pipeline.store import BatchInfo, Store, new_batch_id
 
     store = Store(tmp_path)
     t0 = dt.datetime(2026, 12, 1, 2, 0, 5, 100000, tzinfo=dt.UTC)
@@ -233,7 +233,7 @@ def test_a_killed_process_loses_only_the_attempts_in_flight(tmp_path, serving_sn
         from sqleval_pipeline.generation.context import ContextBuilder, load_catalog
         from sqleval_pipeline.generation.runner import open_batch, run_attempts
         from sqleval_pipeline.golden import load_golden
-        from sqleval_pipeline.store import Store
+        from sqleval_pipeline.pipeline.store import Store
 
         class Slow:
             name = "slow"

@@ -15,7 +15,7 @@ from sqleval_pipeline.generation.http_gen import HttpGenerator
 from sqleval_pipeline.generation.openai_gen import OpenAIGenerator
 from sqleval_pipeline.generation.recorded import RecordedGenerator
 from sqleval_pipeline.generation.runner import _Counter, make_attempt
-from sqleval_pipeline.records import Attempt, Grade, Usage, load_records, save_records
+from sqleval_pipeline.pipeline.records import Attempt, Grade, Usage, load_records, save_records
 from tests.generation.fakes import Answer, FakeTextToSqlService, make_context, rate_limited
 
 

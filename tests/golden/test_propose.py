@@ -174,7 +174,7 @@ def test_verification_leaves_unreviewed_proposals_alone(demo):
 
 def test_generated_cases_never_enter_accuracy_before_review(demo):
     from sqleval_pipeline.grading import grade_attempt
-    from sqleval_pipeline.records import Attempt
+    from sqleval_pipeline.pipeline.records import Attempt
     from sqleval_pipeline.scoring.scorecard import build_scorecard
 
     verified = [c for c in demo.cases() if c.status == "verified" and c.answerable][:6]
@@ -355,7 +355,7 @@ def test_an_unverified_case_with_a_frozen_result_stays_execution_only(demo):
     """Imported without a reviewer, a case may carry a frozen result nobody checked: its
     attempts are executed but never graded into accuracy, even a correct one."""
     from sqleval_pipeline.grading import grade_attempt
-    from sqleval_pipeline.records import Attempt
+    from sqleval_pipeline.pipeline.records import Attempt
 
     case = demo.propose(1, seed=3).proposals[0].case
     frozen = freeze_cases([case.model_copy(update={"status": "verified"})], demo.serving,

@@ -40,7 +40,7 @@ import duckdb
 import pytest
 import yaml
 
-from sqleval_pipeline.records import Grade, load_records
+from sqleval_pipeline.pipeline.records import Grade, load_records
 from sqleval_pipeline.warehouse.sqlite_seeds import sqlite_to_dbt_seeds, write_serving_models
 from tests.golden.conftest import sqleval
 

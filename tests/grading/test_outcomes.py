@@ -11,7 +11,7 @@ import pytest
 from sqleval_pipeline import grading
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.grading import GRADER_VERSION, compare, grade_against, grade_attempt
-from sqleval_pipeline.records import Attempt, Execution
+from sqleval_pipeline.pipeline.records import Attempt, Execution
 from sqleval_pipeline.results import ResultSet
 
 EXPECTED = {"columns": ["region", "revenue"], "types": ["VARCHAR", "DECIMAL(18,2)"],

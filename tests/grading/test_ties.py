@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from sqleval_pipeline.golden.freeze import freeze_case
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.grading import Cut, Shape, compare, compare_any, grade_against, grade_attempt
-from sqleval_pipeline.records import Attempt, Execution
+from sqleval_pipeline.pipeline.records import Attempt, Execution
 from sqleval_pipeline.results import ResultSet
 from sqleval_pipeline.snapshot import open_readonly
 

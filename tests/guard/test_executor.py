@@ -11,7 +11,7 @@ import pytest
 from sqleval_pipeline.guard.executor import (
     GuardedExecutor, GuardSetupError, close_shared_executors, execute_guarded,
 )
-from sqleval_pipeline.records import Execution
+from sqleval_pipeline.pipeline.records import Execution
 
 
 def test_ok_result_is_typed(guard):

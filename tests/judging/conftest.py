@@ -7,7 +7,7 @@ import pytest
 
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.judging.base import JudgeInput
-from sqleval_pipeline.records import Attempt, Execution, Grade
+from sqleval_pipeline.pipeline.records import Attempt, Execution, Grade
 from sqleval_pipeline.results import ResultSet
 
 QUESTION = "What was net revenue from UPI orders last month?"

@@ -16,7 +16,7 @@ from sqleval_pipeline.judging.calibration import (
     cohens_kappa,
     load_labels,
 )
-from sqleval_pipeline.records import Diagnosis
+from sqleval_pipeline.pipeline.records import Diagnosis
 from sqleval_pipeline.reporting.calibration import calibration_markdown, render_calibration
 
 CATS = ["wrong_table", "wrong_filter", "wrong_metric", "wrong_grain", "ambiguous_question", "harness_bug"]

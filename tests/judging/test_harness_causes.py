@@ -16,7 +16,7 @@ import pytest
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.judging.base import JudgeInput
 from sqleval_pipeline.judging.rules import CAUSES, RulesJudge
-from sqleval_pipeline.records import Attempt, Execution, Grade
+from sqleval_pipeline.pipeline.records import Attempt, Execution, Grade
 from sqleval_pipeline.results import ResultSet
 
 J = RulesJudge()

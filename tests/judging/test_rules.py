@@ -8,7 +8,7 @@ import pytest
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.judging.base import JudgeInput
 from sqleval_pipeline.judging.rules import RULES_REVISION, RulesJudge, shape
-from sqleval_pipeline.records import Attempt, Execution, Grade
+from sqleval_pipeline.pipeline.records import Attempt, Execution, Grade
 from sqleval_pipeline.results import ResultSet
 
 REF = ("SELECT sum(net_amount) AS revenue FROM sales "

@@ -13,11 +13,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqleval_pipeline.comparisons import Comparison, GateReport
-from sqleval_pipeline.records import Attempt, Diagnosis, Execution, Grade, save_records
+from sqleval_pipeline.pipeline.comparisons import Comparison, GateReport
+from sqleval_pipeline.pipeline.records import Attempt, Diagnosis, Execution, Grade, save_records
 from sqleval_pipeline.results import ResultSet
 from sqleval_pipeline.scoring import build_scorecard, diff, gate
-from sqleval_pipeline.store import BatchInfo
+from sqleval_pipeline.pipeline.store import BatchInfo
 
 GRADER = "test-grader-1"
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sqleval_pipeline import comparisons as cmp
-from sqleval_pipeline import evaluation as ev
+from sqleval_pipeline.pipeline import comparisons as cmp
+from sqleval_pipeline.pipeline import evaluation as ev
 from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline import project as proj
@@ -63,7 +63,7 @@ def _golden() -> dict[str, dict]:
 
 
 def _small_suite(env: ev.Environment, home: Path) -> None:
-    from sqleval_pipeline.foundation import hostile_suite
+    from sqleval_pipeline.warehouse.foundation import hostile_suite
     from sqleval_pipeline.guard.executor import GuardedExecutor
     from sqleval_pipeline.guard.hostile import run_suite
 

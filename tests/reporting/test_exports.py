@@ -24,7 +24,7 @@ def _documented_columns() -> dict[str, str]:
 
 
 def test_exports_match_the_documented_schema_and_the_stored_grades(evaluated, tmp_path):
-    from sqleval_pipeline.exports import export
+    from sqleval_pipeline.reporting.exports import export
 
     files = export(evaluated.env, None, tmp_path / "out")
     documented = _documented_columns()

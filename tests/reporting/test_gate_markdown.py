@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqleval_pipeline.comparisons import Comparison, GateReport
+from sqleval_pipeline.pipeline.comparisons import Comparison, GateReport
 from sqleval_pipeline.reporting.gate import failing_first, gate_report_markdown, render_gate_report
 
 

@@ -28,12 +28,12 @@ MAX_BYTES = 5 * 1024 * 1024
 
 def _synthetic():
     """A report of one tiny evaluation whose question, SQL, cells and hostile case carry payloads."""
-    from sqleval_pipeline.casefile import CaseDetail
-    from sqleval_pipeline.records import Grade
+    from sqleval_pipeline.pipeline.casefile import CaseDetail
+    from sqleval_pipeline.pipeline.records import Grade
     from sqleval_pipeline.reporting.html.collect import Evaluation, ReportData, TrendPoint
     from sqleval_pipeline.reporting.html.evidence import CategoryRow, Evidence, Guardrails, HostileRow
     from sqleval_pipeline.scoring.scorecard import build_scorecard
-    from sqleval_pipeline.store import BatchInfo
+    from sqleval_pipeline.pipeline.store import BatchInfo
 
     grades = [Grade(config_version="v1", case_id=f"q{i}", run_index=r, reason="x",
                     outcome="CORRECT" if (i + r) % 3 else "WRONG", grader_version="r1",
@@ -286,8 +286,8 @@ def test_the_demo_page_is_self_contained_small_and_escapes_the_payloads(evaluate
 
 
 def test_batch_details_read_each_artifact_once_and_equal_case_detail(evaluated, monkeypatch):
-    from sqleval_pipeline import evaluation
-    from sqleval_pipeline.casefile import batch_details, case_detail
+    from sqleval_pipeline.pipeline import evaluation
+    from sqleval_pipeline.pipeline.casefile import batch_details, case_detail
 
     key = evaluated.keys["recorded"]
     calls = []

@@ -8,11 +8,11 @@ import datetime as dt
 
 import pytest
 
-from sqleval_pipeline.comparisons import COMPARISONS_FILE, Comparison, GateReport
-from sqleval_pipeline.records import Grade
+from sqleval_pipeline.pipeline.comparisons import COMPARISONS_FILE, Comparison, GateReport
+from sqleval_pipeline.pipeline.records import Grade
 from sqleval_pipeline.reporting.status import configuration_statuses, status_markdown
 from sqleval_pipeline.scoring import build_scorecard
-from sqleval_pipeline.store import BatchInfo, Store
+from sqleval_pipeline.pipeline.store import BatchInfo, Store
 
 T0 = dt.datetime(2026, 12, 1, 10, 0, tzinfo=dt.timezone.utc)
 

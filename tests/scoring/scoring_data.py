@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqleval_pipeline.records import Grade
+from sqleval_pipeline.pipeline.records import Grade
 
 META = {
     "q1": ("answerable", "simple_aggregate", "dev", "c1"),

@@ -58,7 +58,7 @@ def test_refuses_across_grader_or_snapshot_unless_rebased(base_grades):
 
 
 def test_histogram_shift(base_grades, cand_grades):
-    from sqleval_pipeline.records import Diagnosis
+    from sqleval_pipeline.pipeline.records import Diagnosis
 
     db = [Diagnosis(config_version="cfgA", case_id="q2", run_index=1, category="wrong_filter", explanation="", judge="rules")]
     dc = [Diagnosis(config_version="cfgB", case_id="q1", run_index=r, category="wrong_table", explanation="", judge="rules")

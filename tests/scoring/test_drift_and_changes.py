@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqleval_pipeline.records import Grade
+from sqleval_pipeline.pipeline.records import Grade
 from sqleval_pipeline.scoring.changes import RunInputs, what_changed
 from sqleval_pipeline.scoring.gate import Decision, gate
 from sqleval_pipeline.scoring.scorecard import build_scorecard

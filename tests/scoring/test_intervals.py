@@ -18,7 +18,7 @@ import pytest
 from rich.console import Console
 
 from sqleval_pipeline.defs.evaluation.metadata import scorecard_metadata
-from sqleval_pipeline.records import Grade
+from sqleval_pipeline.pipeline.records import Grade
 from sqleval_pipeline.reporting.scorecard import diff_markdown, render_scorecard, scorecard_markdown
 from sqleval_pipeline.scoring import build_scorecard, diff, gate
 from sqleval_pipeline.scoring import scorecard as scorecard_module

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from sqleval_pipeline.configs import ConfigError, Configuration, GateSettings, Pricing, config_version, load_config
-from sqleval_pipeline.recordio import flat_row, nested_fields
-from sqleval_pipeline.records import Attempt, Grade, Usage, load_records, save_records
+from sqleval_pipeline.pipeline.recordio import flat_row, nested_fields
+from sqleval_pipeline.pipeline.records import Attempt, Grade, Usage, load_records, save_records
 from sqleval_pipeline.reporting.scorecard import gate_markdown, scorecard_markdown
 from sqleval_pipeline.scoring import GateResult, Scorecard, build_scorecard, gate
 from sqleval_pipeline.scoring.gate import Decision

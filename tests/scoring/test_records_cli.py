@@ -10,7 +10,7 @@ from scoring_data import BASELINE, CANDIDATE, make_grades
 from typer.testing import CliRunner
 
 from sqleval_pipeline.cli.scoring import app
-from sqleval_pipeline.records import Attempt, Execution, Grade, load_records, save_records
+from sqleval_pipeline.pipeline.records import Attempt, Execution, Grade, load_records, save_records
 from sqleval_pipeline.results import ResultSet
 
 runner = CliRunner()

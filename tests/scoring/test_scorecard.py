@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sqleval_pipeline.records import Diagnosis
+from sqleval_pipeline.pipeline.records import Diagnosis
 from sqleval_pipeline.scoring import build_scorecard, calibrated_refusal
 from sqleval_pipeline.scoring.scorecard import Scorecard
 from sqleval_pipeline.scoring.stats import cases_needed, cluster_bootstrap_ratio, mcnemar_exact

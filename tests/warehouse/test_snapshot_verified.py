@@ -10,7 +10,7 @@ import shutil
 import duckdb
 import pytest
 
-from sqleval_pipeline import environment as ev
+from sqleval_pipeline.pipeline import environment as ev
 from sqleval_pipeline import paths
 from sqleval_pipeline import snapshot as snap
 

@@ -1,6 +1,6 @@
 """Per configuration-version assets: attempts → executions → grades → diagnoses → scorecard → gate.
 
-Thin wrappers over :mod:`sqleval_pipeline.evaluation`. Nothing is handed from one stage to
+Thin wrappers over :mod:`sqleval_pipeline.pipeline.evaluation`. Nothing is handed from one stage to
 the next through Dagster's IO manager: each materialization records its ``batch_id`` (and the
 batch's files as paths), and the next stage continues the batch its upstream asset last
 materialized for this partition. Code versions name the rules a stage applies (grader, judge),
@@ -13,9 +13,9 @@ from enum import Enum
 import dagster as dg
 from pydantic import Field
 
-from sqleval_pipeline import batch_files as bf
-from sqleval_pipeline import comparisons
-from sqleval_pipeline import evaluation as ev
+from sqleval_pipeline.pipeline import batch_files as bf
+from sqleval_pipeline.pipeline import comparisons
+from sqleval_pipeline.pipeline import evaluation as ev
 from sqleval_pipeline import progress
 from sqleval_pipeline.defs.evaluation import metadata as md
 from sqleval_pipeline.defs.evaluation.partitions import config_versions

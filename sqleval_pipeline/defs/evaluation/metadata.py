@@ -14,8 +14,8 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from sqleval_pipeline import batch_files as bf
-from sqleval_pipeline.records import SUCCESS_OUTCOMES
+from sqleval_pipeline.pipeline import batch_files as bf
+from sqleval_pipeline.pipeline.records import SUCCESS_OUTCOMES
 from sqleval_pipeline.textfiles import visible, write_atomically
 
 #: rows per table (Dagster keeps metadata in its event log; the full lists are in the batch)
@@ -141,7 +141,7 @@ def by_severity(failing_ids, now: dict[str, float], before: dict[str, float]) ->
 
 def gate_tables(report, env, folder: Path) -> dict[str, dg.MetadataValue]:
     """Newly failing / newly passing cases of every comparison, and the worst regressions."""
-    from sqleval_pipeline.records import Diagnosis, Grade, load_records
+    from sqleval_pipeline.pipeline.records import Diagnosis, Grade, load_records
 
     cases = {c.id: c for c in env.cases}
     grades = defaultdict(list)
@@ -241,7 +241,7 @@ def scorecard_metadata(card) -> dict[str, object]:
     the interval's method next to it, the clusters (and whether sqleval derived them), the
     design effect's method, and the execution-only cases with how to grade them.
 
-    >>> from sqleval_pipeline.records import Grade
+    >>> from sqleval_pipeline.pipeline.records import Grade
     >>> from sqleval_pipeline.scoring.scorecard import build_scorecard
     >>> card = build_scorecard([Grade(config_version="c", case_id=f"q{i}", run_index=0,
     ...     outcome="CORRECT" if i % 2 else "WRONG", reason="x", grader_version="r",

@@ -30,7 +30,7 @@ def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
     """Run the hostile suite, instantiated over the project's served tables and its sensitive
     models, through the guard; question cases are answered by an adversarial double that
     obeys every injection, so only non-prompt layers can stop them."""
-    from sqleval_pipeline.foundation import hostile_suite
+    from sqleval_pipeline.warehouse.foundation import hostile_suite
     from sqleval_pipeline.guard.executor import GuardedExecutor
     from sqleval_pipeline.guard.hostile import run_suite
     from sqleval_pipeline.guard.policy import project_policy

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from sqleval_pipeline import evaluation as ev
+from sqleval_pipeline.pipeline import evaluation as ev
 from sqleval_pipeline.defs.resources import SqlevalHome
 
 
@@ -21,7 +21,7 @@ def judge_calibration(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     env = sqleval.environment()
     report = ev.calibration_report(env)
     if report is not None:
-        from sqleval_pipeline.store import atomic_write_text
+        from sqleval_pipeline.pipeline.store import atomic_write_text
 
         atomic_write_text(ev.calibration_path(env), report.model_dump_json(indent=2) + "\n")
     if report is None:

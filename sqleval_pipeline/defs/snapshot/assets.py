@@ -30,7 +30,7 @@ def build_snapshot_asset(served_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
         """Copy the served models (the project's dbt selection) into a read-only serving
         file, validate it with Great Expectations and identify it by content hash. Nothing
         else of the warehouse is copied: "not served" means "not there"."""
-        from sqleval_pipeline.foundation import freeze
+        from sqleval_pipeline.warehouse.foundation import freeze
 
         project = sqleval.project
         manifest_dir = sqleval.pins_dir

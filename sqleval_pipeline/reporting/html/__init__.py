@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sqleval_pipeline import batch_files as bf
-from sqleval_pipeline.environment import Environment
+from sqleval_pipeline.pipeline import batch_files as bf
+from sqleval_pipeline.pipeline.environment import Environment
 
 
 def write_report(env: Environment, partition_keys: Sequence[str] | None, out_path: Path) -> Path:
@@ -22,12 +22,12 @@ def write_report(env: Environment, partition_keys: Sequence[str] | None, out_pat
     at its newest scored batch; None or empty: every version with a scorecard) to ``out_path``
     (written atomically; parent folders created). Returns ``out_path``.
 
-    Raises :class:`~sqleval_pipeline.environment.EvaluationError` (a
-    :class:`~sqleval_pipeline.casefile.ShowError` for an unknown version) when there is
+    Raises :class:`~sqleval_pipeline.pipeline.environment.EvaluationError` (a
+    :class:`~sqleval_pipeline.pipeline.casefile.ShowError` for an unknown version) when there is
     nothing to report."""
     from sqleval_pipeline.reporting.html.collect import collect
     from sqleval_pipeline.reporting.html.page import render_report
-    from sqleval_pipeline.store import atomic_write_text
+    from sqleval_pipeline.pipeline.store import atomic_write_text
 
     out_path = Path(out_path)
     atomic_write_text(out_path, render_report(collect(env, partition_keys or None)))
@@ -38,7 +38,7 @@ def report_inputs(env: Environment, partition_key: str, batch_id: str) -> str:
     """The digest of everything a batch's page is made from (derived.py): the batch's files,
     every stored scorecard (the trend, by size and time), the golden set, the decisions, the
     judges' calibration, the guardrail evidence, the pinned snapshot and the reporting code."""
-    from sqleval_pipeline.derived import code_digest, inputs_digest, stat_fingerprint
+    from sqleval_pipeline.pipeline.derived import code_digest, inputs_digest, stat_fingerprint
     from sqleval_pipeline.generation.runner import golden_hash
     from sqleval_pipeline.reporting.html.evidence import GUARDRAILS_REPORT, build_root
 
@@ -59,7 +59,7 @@ def report_inputs(env: Environment, partition_key: str, batch_id: str) -> str:
 def batch_report(env: Environment, partition_key: str, batch_id: str) -> Path:
     """The batch's page (``report.html`` in its folder), written unless the page there was
     made from the same inputs (:func:`report_inputs`)."""
-    from sqleval_pipeline import derived
+    from sqleval_pipeline.pipeline import derived
 
     folder = env.store.batch_dir(partition_key, batch_id)
     digest = report_inputs(env, partition_key, batch_id)

@@ -3,7 +3,7 @@
 :func:`collect` returns a :class:`ReportData` for some configuration versions (default: every
 version with a scorecard), each at its newest scored batch: the scorecard, the batch's
 comparisons (``comparisons.json`` with each comparison's ``diff.json``/``gate.json``), its
-calibrated refusal, every case with its runs (:func:`sqleval_pipeline.casefile.batch_details`),
+calibrated refusal, every case with its runs (:func:`sqleval_pipeline.pipeline.casefile.batch_details`),
 the trend over every stored scorecard, the judges' calibration (``<store>/calibration.json``)
 and the security evidence (:mod:`.evidence`). Rendering is :mod:`.page`'s job.
 """
@@ -16,15 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqleval_pipeline import batch_files as bf
-from sqleval_pipeline.casefile import CaseDetail, batch_details, check_partition
-from sqleval_pipeline.comparisons import COMPARISONS_FILE, Comparison, GateReport, batch_inputs
-from sqleval_pipeline.environment import Environment, EvaluationError
+from sqleval_pipeline.pipeline import batch_files as bf
+from sqleval_pipeline.pipeline.casefile import CaseDetail, batch_details, check_partition
+from sqleval_pipeline.pipeline.comparisons import COMPARISONS_FILE, Comparison, GateReport, batch_inputs
+from sqleval_pipeline.pipeline.environment import Environment, EvaluationError
 from sqleval_pipeline.reporting.html.evidence import Evidence, collect_evidence
 from sqleval_pipeline.scoring.diff import Diff
 from sqleval_pipeline.scoring.gate import Decision, GateResult, load_decisions
 from sqleval_pipeline.scoring.scorecard import CalibratedRefusal, CaseResult, Scorecard, SliceMetrics
-from sqleval_pipeline.store import BatchInfo, batch_order
+from sqleval_pipeline.pipeline.store import BatchInfo, batch_order
 # a judge's categories are trusted from this many labels and this kappa (calibration.json's
 # own thresholds win when it records them)
 from sqleval_pipeline.judging.calibration import MIN_CALIBRATION_KAPPA as MIN_KAPPA

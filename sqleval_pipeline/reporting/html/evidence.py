@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqleval_pipeline.environment import Environment
+from sqleval_pipeline.pipeline.environment import Environment
 
 #: where the hostile suite's report is kept, under the build directory
 GUARDRAILS_REPORT = Path("reports") / "guardrails.json"

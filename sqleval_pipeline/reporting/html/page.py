@@ -38,7 +38,7 @@ from sqleval_pipeline.reporting.html.evidence import LAYERS, Evidence, collect_e
 from sqleval_pipeline.scoring.scorecard import (
     MAX_SLICE_VALUES, METHOD_TAGS, SliceMetrics, method_legend, ranked,
 )
-from sqleval_pipeline.environment import Environment
+from sqleval_pipeline.pipeline.environment import Environment
 from sqleval_pipeline.scoring.stats import MIN_CLUSTERS
 from sqleval_pipeline.textfiles import visible
 
@@ -278,7 +278,7 @@ def render_evidence(ev: Evidence) -> str:
 
 def write_evidence(env: Environment, out_path: Path) -> Path:
     """The evidence pack as one self-contained HTML file at ``out_path``."""
-    from sqleval_pipeline.store import atomic_write_text
+    from sqleval_pipeline.pipeline.store import atomic_write_text
 
     atomic_write_text(Path(out_path), render_evidence(collect_evidence(env)))
     return Path(out_path)

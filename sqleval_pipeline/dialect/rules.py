@@ -43,8 +43,8 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from sqleval_pipeline.dialect_affinity import affinity_rules, compare, literal_value, sqlite_text_of_real
-from sqleval_pipeline.dialect_scope import (
+from sqleval_pipeline.dialect.affinity import affinity_rules, compare, literal_value, sqlite_text_of_real
+from sqleval_pipeline.dialect.scope import (
     Info,
     Refusal,
     Rewrite,

@@ -12,7 +12,7 @@ affinity, integer division, case-insensitive LIKE, NULL ordering...). Given the 
 schema it decides what a name refers to and what type it has; every change is reported as a
 :class:`Rewrite`, and a query no DuckDB text answers the same way raises
 :class:`TranspileError` with a ``reason`` code. The rules are in
-:mod:`sqleval_pipeline.dialect_rules` and documented in ``docs/dialects.md``.
+:mod:`sqleval_pipeline.dialect.rules` and documented in ``docs/dialects.md``.
 
 >>> schema = {"pets": [("name", "VARCHAR"), ("age", "INTEGER"), ("kind", "VARCHAR")]}
 >>> t = translate('SELECT name, max(age) FROM pets WHERE kind = "cat"', "sqlite", schema)
@@ -55,8 +55,8 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialects
 from sqlglot.errors import ErrorLevel, SqlglotError, UnsupportedError
 
-from sqleval_pipeline.dialect_rules import apply_rules
-from sqleval_pipeline.dialect_scope import Refusal, Rewrite, Schema
+from sqleval_pipeline.dialect.rules import apply_rules
+from sqleval_pipeline.dialect.scope import Refusal, Rewrite, Schema
 from sqleval_pipeline.errors import SqlevalError
 
 #: every dialect name sqlglot can read (lower-case), e.g. ``snowflake``, ``bigquery``, ``tsql``

@@ -34,12 +34,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from sqleval_pipeline import batch_files as bf
+from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.textfiles import file_sha256, write_atomically
 from sqleval_pipeline.errors import SqlevalError
 
 
-log = logging.getLogger("sqleval_pipeline.store")
+log = logging.getLogger("sqleval_pipeline.pipeline.store")
 
 #: a batch in which more than this share of attempts are ERROR (no answer was obtained: a
 #: provider outage, a harness fault) is *inconclusive*: it passes no gate, and re-running the
@@ -158,7 +158,7 @@ def batch_order(info: BatchInfo) -> tuple:
 
 class Store:
     """The local store, and (``remote``) the shared copy finished batches are published to
-    and fetched from (:mod:`sqleval_pipeline.storage`)."""
+    and fetched from (:mod:`sqleval_pipeline.pipeline.storage`)."""
 
     def __init__(self, root: Path, remote=None):
         self.root = root

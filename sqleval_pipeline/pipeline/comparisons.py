@@ -30,18 +30,18 @@ from typing import Literal
 import duckdb
 from pydantic import BaseModel, Field
 
-from sqleval_pipeline import batch_files as bf
-from sqleval_pipeline import derived
+from sqleval_pipeline.pipeline import batch_files as bf
+from sqleval_pipeline.pipeline import derived
 from sqleval_pipeline.configs import LoadedConfig, load_configs
-from sqleval_pipeline.derived import code_digest, inputs_digest
-from sqleval_pipeline.environment import Environment, EvaluationError, Progress, find_config
-from sqleval_pipeline import evaluation as ev
-from sqleval_pipeline.evaluation import grade_batch, score_batch
-from sqleval_pipeline.records import save_records
+from sqleval_pipeline.pipeline.derived import code_digest, inputs_digest
+from sqleval_pipeline.pipeline.environment import Environment, EvaluationError, Progress, find_config
+from sqleval_pipeline.pipeline import evaluation as ev
+from sqleval_pipeline.pipeline.evaluation import grade_batch, score_batch
+from sqleval_pipeline.pipeline.records import save_records
 from sqleval_pipeline.scoring.changes import INPUTS_FILE, Change, RunInputs, what_changed
 from sqleval_pipeline.scoring.gate import ThresholdCheck, check_thresholds
-from sqleval_pipeline.store import INCONCLUSIVE_ERROR_SHARE
-from sqleval_pipeline.store import BatchInfo, batch_order
+from sqleval_pipeline.pipeline.store import INCONCLUSIVE_ERROR_SHARE
+from sqleval_pipeline.pipeline.store import BatchInfo, batch_order
 
 COMPARISONS_FILE = bf.COMPARISONS
 Kind = Literal["baseline", "previous_version", "previous_batch"]
@@ -234,7 +234,7 @@ def gate_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo, plan: 
         folder = env.store.batch_dir(b.partition_key, b.batch_id)
         return [b.partition_key, b.batch_id, *(folder / n for n in _COMPARED_FILES)]
 
-    parts: list = ["gate", code_digest("sqleval_pipeline.comparisons", "sqleval_pipeline.scoring",
+    parts: list = ["gate", code_digest("sqleval_pipeline.pipeline.comparisons", "sqleval_pipeline.scoring",
                                        "sqleval_pipeline.grading"), GRADER_VERSION,
                    golden_hash(env.cases), env.decisions, fail_on_case_regression, loaded.version,
                    loaded.config.model_dump(mode="json"), *files(batch)]

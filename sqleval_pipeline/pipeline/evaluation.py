@@ -1,7 +1,7 @@
 """The evaluation stages as plain functions: attempts → executions → grades → scorecard → gate.
 
 Each stage reads what earlier stages persisted in the batch folder (see
-:mod:`sqleval_pipeline.store`). Attempts and executions are written once per batch and never
+:mod:`sqleval_pipeline.pipeline.store`). Attempts and executions are written once per batch and never
 recomputed (a changed guard policy gets a new batch); grades once per grader version (an older
 grader's are kept beside them); diagnoses are extended, never redone, for a judge whose version
 is unchanged; the scorecard, diff and gate are rebuilt from those on every run (deterministic:
@@ -17,18 +17,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqleval_pipeline import batch_files as bf
-from sqleval_pipeline.batch_files import artifact_file, load_artifact, save_artifact  # noqa: F401 (used here and re-exported)
-from sqleval_pipeline import derived
+from sqleval_pipeline.pipeline import batch_files as bf
+from sqleval_pipeline.pipeline.batch_files import artifact_file, load_artifact, save_artifact  # noqa: F401 (used here and re-exported)
+from sqleval_pipeline.pipeline import derived
 from sqleval_pipeline.configs import LoadedConfig, load_configs
-from sqleval_pipeline.derived import code_digest, inputs_digest
+from sqleval_pipeline.pipeline.derived import code_digest, inputs_digest
 # the environment the stages share (re-exported: callers use ev.environment, ev.Environment ...)
-from sqleval_pipeline.environment import (  # noqa: F401
+from sqleval_pipeline.pipeline.environment import (  # noqa: F401
     Environment, EvaluationError, Progress, environment, find_config, select_cases,
 )
-from sqleval_pipeline.records import Execution, Grade, load_records, save_records
+from sqleval_pipeline.pipeline.records import Execution, Grade, load_records, save_records
 from sqleval_pipeline.scoring.changes import INPUTS_FILE
-from sqleval_pipeline.store import BatchInfo
+from sqleval_pipeline.pipeline.store import BatchInfo
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "lates
     cfg = loaded.config
     cases = select_cases(env.cases, case_ids=case_ids, split=split)
     runs = runs or cfg.runs
-    from sqleval_pipeline.store import file_lock
+    from sqleval_pipeline.pipeline.store import file_lock
 
     # choosing a batch and recording it is one step under the partition's lock: two runs of
     # one configuration at once pick the same batch in "latest" mode (the second then waits
@@ -146,9 +146,9 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
         raise EvaluationError(f"batch {batch.batch_id} belongs to guard policy {batch.policy_version}, "
                               f"not the current {policy.version}; evaluate again without --batch")
     from sqleval_pipeline.dialect import schema_from_manifest
-    from sqleval_pipeline.records import RecordWriter
-    from sqleval_pipeline.streams import attempts as stored_attempts
-    from sqleval_pipeline.streams import execute_stream
+    from sqleval_pipeline.pipeline.records import RecordWriter
+    from sqleval_pipeline.pipeline.streams import attempts as stored_attempts
+    from sqleval_pipeline.pipeline.streams import execute_stream
 
     attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, bf.ATTEMPTS)
     total = batch.counts.get("sql") if batch.counts else None
@@ -182,7 +182,7 @@ def load_executions(env: Environment, batch: BatchInfo) -> list[Execution]:
 
 def iter_executions(env: Environment, batch: BatchInfo):
     """The batch's executions in stored (attempt) order, streamed; none when there are none."""
-    from sqleval_pipeline.records import iter_records
+    from sqleval_pipeline.pipeline.records import iter_records
 
     found = artifact_file(env.store.artifact(batch.partition_key, batch.batch_id,
                                              bf.EXECUTIONS))
@@ -201,7 +201,7 @@ def grade_stream(env: Environment, batch: BatchInfo, *, skip_unknown: bool = Fal
     they are an error."""
     from sqleval_pipeline.grading import grade_attempt
     from sqleval_pipeline.grading.vendor_rows import vendor_fields, with_vendor_rows
-    from sqleval_pipeline.streams import MissingExecution, joined
+    from sqleval_pipeline.pipeline.streams import MissingExecution, joined
 
     attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, bf.ATTEMPTS)
     cases = {c.id: c for c in env.cases}
@@ -241,7 +241,7 @@ def stage_grades(env: Environment, batch: BatchInfo) -> list[Grade]:
         if card.exists():
             card.replace(card.with_name(f"scorecard.{old}.json"))
         out_path.replace(out_path.with_name(f"grades.{old}.parquet"))
-    from sqleval_pipeline.records import RecordWriter
+    from sqleval_pipeline.pipeline.records import RecordWriter
 
     with RecordWriter(out_path, Grade) as out:
         out.write_all(grade_stream(env, batch))
@@ -278,9 +278,9 @@ def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
     """Diagnose every failed attempt with the configuration's judges (persisted per batch;
     a judge's verdicts are reused as long as its version is unchanged)."""
     from sqleval_pipeline.judging.base import JudgeInput, is_failure
-    from sqleval_pipeline.records import Diagnosis
+    from sqleval_pipeline.pipeline.records import Diagnosis
 
-    from sqleval_pipeline.streams import MissingExecution, joined
+    from sqleval_pipeline.pipeline.streams import MissingExecution, joined
 
     out_path = env.store.artifact(batch.partition_key, batch.batch_id, bf.DIAGNOSES)
     existing = load_artifact(out_path, Diagnosis) or []
@@ -346,7 +346,7 @@ def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
 def score_batch(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
                 grades: list[Grade] | None = None):
     """The scorecard of a batch from its stored grades (or ``grades``) and diagnoses; writes nothing."""
-    from sqleval_pipeline.records import Diagnosis
+    from sqleval_pipeline.pipeline.records import Diagnosis
     from sqleval_pipeline.scoring import Scorecard, build_scorecard
 
     if grades is None:
@@ -369,7 +369,7 @@ def scorecard_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo) -
     and diagnoses, the labels the configuration gives it, the guard policy it ran under and
     the scoring code."""
     folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
-    return inputs_digest("scorecard", code_digest("sqleval_pipeline.scoring", "sqleval_pipeline.evaluation"),
+    return inputs_digest("scorecard", code_digest("sqleval_pipeline.scoring", "sqleval_pipeline.pipeline.evaluation"),
                          folder / bf.GRADES, folder / bf.DIAGNOSES, loaded.version,
                          loaded.partition_key, loaded.config.tuned_on_dev, loaded.config.tuned_on_heldout,
                          batch.policy_version, folder / bf.ATTEMPTS,
@@ -410,7 +410,7 @@ def latest_scorecard(env: Environment, partition_key: str):
     return None, None
 
 
-# ---- stage 5: comparisons and regression gate live in sqleval_pipeline.comparisons ----------
+# ---- stage 5: comparisons and regression gate live in sqleval_pipeline.pipeline.comparisons ----------
 
 
 # ---- judge calibration (across configurations) ---------------------------------------------
@@ -423,7 +423,7 @@ def calibration_report(env: Environment, labels_dir: Path | None = None):
     that configuration's current version that has diagnoses. Returns None without labels.
     """
     from sqleval_pipeline.judging.calibration import calibrate, load_labels
-    from sqleval_pipeline.records import Diagnosis
+    from sqleval_pipeline.pipeline.records import Diagnosis
 
     labels_dir = labels_dir or env.labels_dir
     if not labels_dir.exists() or not any(labels_dir.glob("*.jsonl")):

@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from sqleval_pipeline import batch_files as bf
+from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.textfiles import file_sha256, write_atomically
 
 DERIVED_FILE = bf.DERIVED

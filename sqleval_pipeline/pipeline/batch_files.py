@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sqleval_pipeline.recordio import load_records, save_records
+from sqleval_pipeline.pipeline.recordio import load_records, save_records
 
 BATCH = "batch.json"
 INPUTS = "inputs.json"

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from sqlglot import exp
 
-from sqleval_pipeline.dialect_scope import (
+from sqleval_pipeline.dialect.scope import (
     Info,
     NUMERIC_CLASSES,
     Refusal,

@@ -188,7 +188,7 @@ def save_records(path: str | os.PathLike[str], records: Sequence[BaseModel]) -> 
     """Write records to ``.jsonl`` / ``.json`` (JSON Lines) or ``.parquet`` (via DuckDB).
 
     >>> import tempfile, os
-    >>> from sqleval_pipeline.records import Attempt
+    >>> from sqleval_pipeline.pipeline.records import Attempt
     >>> p = os.path.join(tempfile.mkdtemp(), "a.jsonl")
     >>> _ = save_records(p, [Attempt(config_version="c", case_id="q1", run_index=0, kind="refusal")])
     >>> load_records(p, Attempt)[0].kind

@@ -73,10 +73,10 @@ from typing import Any, Union
 from sqlglot.tokens import Tokenizer, TokenType
 
 from sqleval_pipeline.glossary import Glossary, Term, load_glossary
-from sqleval_pipeline.semantic_terms import (  # noqa: F401 (measure_sql, term_key: public here too)
+from sqleval_pipeline.semantic.terms import (  # noqa: F401 (measure_sql, term_key: public here too)
     _aliases, _definition, _filters_of, _Unsupported, measure_sql, term_key,
 )
-from sqleval_pipeline.semantic_filters import (  # noqa: F401 (ColumnRef, render_filter: public here too)
+from sqleval_pipeline.semantic.filters import (  # noqa: F401 (ColumnRef, render_filter: public here too)
     ColumnRef, Lookup, UnsupportedFilter, render_filter,
 )
 

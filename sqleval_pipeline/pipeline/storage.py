@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqleval_pipeline import batch_files as bf
+from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.textfiles import atomic_path
 from sqleval_pipeline.errors import SqlevalError
 

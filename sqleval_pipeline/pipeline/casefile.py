@@ -3,7 +3,7 @@
 :func:`case_detail` gathers, for one case of the golden set and one stored batch of one
 configuration version, the case itself (question, metadata, reference SQL, the frozen expected
 result) and every run of it: the system's answer, the guarded execution, the grade and the
-judges' diagnoses, read from the batch's stored artifacts (see :mod:`sqleval_pipeline.store`).
+judges' diagnoses, read from the batch's stored artifacts (see :mod:`sqleval_pipeline.pipeline.store`).
 Results are bounded to ``max_rows`` rows and keep their total row count. Nothing is recomputed
 and nothing is written. :func:`batch_details` gives every case of one batch at once, reading
 each artifact once (the HTML report's drill-down). :func:`resolve_config` and
@@ -26,13 +26,13 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
-from sqleval_pipeline import batch_files as bf
+from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.configs import ConfigError, LoadedConfig, load_config, load_configs
-from sqleval_pipeline.environment import Environment, EvaluationError
+from sqleval_pipeline.pipeline.environment import Environment, EvaluationError
 from sqleval_pipeline.golden.model import Case, EncodedResult
-from sqleval_pipeline.records import OUTCOMES, SUCCESS_OUTCOMES, Attempt, Diagnosis, Execution, Grade, Outcome
+from sqleval_pipeline.pipeline.records import OUTCOMES, SUCCESS_OUTCOMES, Attempt, Diagnosis, Execution, Grade, Outcome
 from sqleval_pipeline.results import ResultSet, encode_value
-from sqleval_pipeline.store import BatchInfo
+from sqleval_pipeline.pipeline.store import BatchInfo
 
 #: identifies the JSON document ``sqleval show --json`` prints (bumped on an incompatible change)
 FORMAT = "sqleval.case/1"
@@ -366,7 +366,7 @@ def case_detail(env: Environment, case_id: str, partition_key: str, batch_id: st
 
     Raises :class:`ShowError` for an unknown case, an unknown version, no (complete) batch,
     an unknown batch, or a case the batch did not evaluate."""
-    from sqleval_pipeline.batch_files import load_artifact
+    from sqleval_pipeline.pipeline.batch_files import load_artifact
 
     if max_rows < 0:
         raise ShowError(f"--max-rows must be 0 or more, not {max_rows}")
@@ -405,7 +405,7 @@ def batch_details(env: Environment, partition_key: str, batch_id: str | None = N
     version ``partition_key``, as :func:`case_detail` gives one, reading each stored artifact
     once. Cases with no stored attempt, or no longer in the golden set, are left out (the
     caller compares with the batch's ``case_ids``); ordered like the batch's cases."""
-    from sqleval_pipeline.batch_files import load_artifact
+    from sqleval_pipeline.pipeline.batch_files import load_artifact
 
     if max_rows < 0:
         raise ShowError(f"--max-rows must be 0 or more, not {max_rows}")

@@ -239,8 +239,8 @@ class Diagnosis(AttemptKey):
 
 
 # --------------------------------------------------------------------------- persistence
-# (in sqleval_pipeline.recordio; re-exported here, where callers have always found them)
+# (in sqleval_pipeline.pipeline.recordio; re-exported here, where callers have always found them)
 
-from sqleval_pipeline.recordio import (  # noqa: E402,F401
+from sqleval_pipeline.pipeline.recordio import (  # noqa: E402,F401
     RecordWriter, count_records, iter_records, load_records, save_records,
 )

@@ -3,7 +3,7 @@
 :func:`environment` resolves a project's pinned snapshot (its serving file and manifest), its
 golden set (refusing cases frozen against another snapshot), its store, configurations and
 decisions file; :func:`select_cases` and :func:`find_config` pick what one evaluation runs.
-The stages themselves are in :mod:`sqleval_pipeline.evaluation`.
+The stages themselves are in :mod:`sqleval_pipeline.pipeline.evaluation`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from sqleval_pipeline.golden.loader import load_golden
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.project import Project
 from sqleval_pipeline.project import current as current_project
-from sqleval_pipeline.store import Store
+from sqleval_pipeline.pipeline.store import Store
 from sqleval_pipeline.errors import SqlevalError
 
 #: a progress callback: (stage, done, total)
@@ -103,7 +103,7 @@ def _verify_serving(serving: Path, manifest: snap.SnapshotManifest) -> None:
 
 def project_store(project: Project, home: paths.Home | None = None) -> Store:
     """The project's store, with its shared remote copy when ``storage.remote`` names one."""
-    from sqleval_pipeline.storage import Remote
+    from sqleval_pipeline.pipeline.storage import Remote
 
     url = project.spec.storage.url()
     if url and "://" not in url:  # a folder (a shared mount): relative to the project file

@@ -20,10 +20,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sqleval_pipeline.casefile import CaseDetail, batch_details, check_partition
-from sqleval_pipeline.environment import Environment, EvaluationError
+from sqleval_pipeline.pipeline.casefile import CaseDetail, batch_details, check_partition
+from sqleval_pipeline.pipeline.environment import Environment, EvaluationError
 from sqleval_pipeline.scoring.scorecard import CaseResult
-from sqleval_pipeline.store import atomic_write_text
+from sqleval_pipeline.pipeline.store import atomic_write_text
 from sqleval_pipeline.textfiles import atomic_path
 
 FORMAT = "sqleval.export/1"
@@ -86,7 +86,7 @@ def export(env: Environment, partition_keys: Sequence[str] | None, out_dir: Path
            now: dt.datetime | None = None) -> list[Path]:
     """Export ``partition_keys`` (default: every version with a scorecard) into ``out_dir``;
     returns the files written (docs/exports.md)."""
-    from sqleval_pipeline.evaluation import latest_scorecard
+    from sqleval_pipeline.pipeline.evaluation import latest_scorecard
 
     keys = list(dict.fromkeys(partition_keys or [
         k for k in env.store.partitions() if latest_scorecard(env, k)[0] is not None]))

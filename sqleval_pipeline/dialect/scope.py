@@ -1,4 +1,4 @@
-"""What the dialect rules (:mod:`sqleval_pipeline.dialect_rules`) know about a statement: the
+"""What the dialect rules (:mod:`sqleval_pipeline.dialect.rules`) know about a statement: the
 rewrite and refusal records, the type class and SQLite affinity of a DuckDB type, and the
 names in scope at each node (tables, aliases, CTE and derived-table columns, with their types
 from the served schema).

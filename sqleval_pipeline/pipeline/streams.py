@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from sqleval_pipeline.records import Attempt, Execution, iter_records
+from sqleval_pipeline.pipeline.records import Attempt, Execution, iter_records
 from sqleval_pipeline.errors import SqlevalError
 
 #: the attempt fields later stages need (the rendered prompt and raw response stay on disk)
