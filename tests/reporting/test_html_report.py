@@ -286,13 +286,13 @@ def test_the_demo_page_is_self_contained_small_and_escapes_the_payloads(evaluate
 
 
 def test_batch_details_read_each_artifact_once_and_equal_case_detail(evaluated, monkeypatch):
-    from sqleval_pipeline.pipeline import evaluation
+    from sqleval_pipeline.pipeline import batch_files
     from sqleval_pipeline.pipeline.casefile import batch_details, case_detail
 
     key = evaluated.keys["recorded"]
     calls = []
-    real = evaluation.load_artifact
-    monkeypatch.setattr(evaluation, "load_artifact", lambda p, m: calls.append(Path(p).name) or real(p, m))
+    real = batch_files.load_artifact  # the one reader of a batch's record files (and their twins)
+    monkeypatch.setattr(batch_files, "load_artifact", lambda p, m: calls.append(Path(p).name) or real(p, m))
     details = batch_details(evaluated.env, key)
     assert sorted(calls) == ["attempts.parquet", "diagnoses.parquet", "executions.parquet", "grades.parquet"]
     assert [d.case.id for d in details] == json.loads((evaluated.folder(key) / "batch.json").read_text())["case_ids"]
