@@ -194,7 +194,7 @@ def _suite_section(proj, cases: list, wanted: set[str], neighbours: int | None) 
                       ", ".join(kinds.get(n, n) for n in c.neighbours) or "-",
                       escape("\n".join(m.detail for m in c.surviving[:3])))
         console.print(t)
-    console.print(f"{escape(rep.summary())}; suite: {rep.path}", highlight=False)
+    console.print(f"{escape(rep.summary())}; suite: {rep.path}", highlight=False, soft_wrap=True)
 
 
 @golden_app.command("add")
