@@ -149,12 +149,9 @@ def test_paths_are_relative_to_the_checkout(tmp_path):
 
 
 DEMO = Path(__file__).resolve().parents[2]
-DEMO_SNAPSHOTS = DEMO / ".sqleval" / "snapshots"
 
 
-@pytest.mark.skipif(not any(DEMO_SNAPSHOTS.glob("*.duckdb")),
-                    reason="the demo's serving snapshot is not built (make demo)")
-def test_sqleval_run_writes_junit_summary_and_annotations(tmp_path, monkeypatch):
+def test_sqleval_run_writes_junit_summary_and_annotations(serving_snapshot, tmp_path, monkeypatch):
     """Through the command line on the demo: a configuration worse than its baseline on four
     cases. Its JUnit file parses, its summary opens with the failed gate, and each newly
     failing case is annotated at its line in evals/golden/commerce.jsonl."""
@@ -164,7 +161,7 @@ def test_sqleval_run_writes_junit_summary_and_annotations(tmp_path, monkeypatch)
 
     home = tmp_path / "home"
     home.mkdir()
-    (home / "snapshots").symlink_to(DEMO_SNAPSHOTS)
+    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)  # the session's build of the demo
     monkeypatch.setenv("SQLEVAL_HOME", str(home))
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
     monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)

@@ -266,12 +266,9 @@ def test_an_unchanged_snapshot_passes_its_test_case():
     assert doc.find("testsuite").get("failures") == "0"
 
 
-DEMO_SNAPSHOTS = Path(__file__).resolve().parents[2] / ".sqleval" / "snapshots"
 
 
-@pytest.mark.skipif(not any(DEMO_SNAPSHOTS.glob("*.duckdb")),
-                    reason="the demo's serving snapshot is not built (make demo)")
-def test_sqleval_guardrails_run_writes_junit(tmp_path, monkeypatch):
+def test_sqleval_guardrails_run_writes_junit(serving_snapshot, tmp_path, monkeypatch):
     """Through the command line, two hostile cases of our own on the demo's snapshot."""
     from typer.testing import CliRunner
 
@@ -279,7 +276,7 @@ def test_sqleval_guardrails_run_writes_junit(tmp_path, monkeypatch):
 
     home = tmp_path / "home"
     home.mkdir()
-    (home / "snapshots").symlink_to(DEMO_SNAPSHOTS)
+    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)  # the session's build of the demo
     monkeypatch.setenv("SQLEVAL_HOME", str(home))
     cases = tmp_path / "hostile.jsonl"
     cases.write_text('{"id": "mine-01", "category": "writes", "sql": "DELETE FROM {table}", "expect": ["filter"]}\n'
