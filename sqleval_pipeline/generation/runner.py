@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqleval_pipeline.pipeline import batch_files as bf
+from sqleval_pipeline.golden.model import golden_hash  # noqa: F401 (used here; its home is the golden set)
 from sqleval_pipeline.generation.base import Generator, ProviderError
 from sqleval_pipeline.generation.context import ContextBuilder
 from sqleval_pipeline.generation.retry import call_with_retries
@@ -48,11 +49,6 @@ from sqleval_pipeline.textfiles import atomic_path
 log = logging.getLogger("sqleval_pipeline.generation.runner")
 
 
-def golden_hash(cases: Sequence[Case]) -> str:
-    h = hashlib.sha256()
-    for c in sorted(cases, key=lambda c: c.id):
-        h.update(c.to_json_line().encode())
-    return h.hexdigest()[:12]
 
 
 @dataclass

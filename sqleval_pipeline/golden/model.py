@@ -245,3 +245,14 @@ class Case(BaseModel):
                 if not enc.get("limit_without_order"):
                     enc.pop("limit_without_order", None)
         return json.dumps(data, ensure_ascii=False, sort_keys=False)
+
+
+def golden_hash(cases) -> str:
+    """12 hex digits of the cases' content, in id order: what a batch was made for (a batch is
+    reused only for the same hash) and what a derived file's digest covers."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for c in sorted(cases, key=lambda c: c.id):
+        h.update(c.to_json_line().encode())
+    return h.hexdigest()[:12]

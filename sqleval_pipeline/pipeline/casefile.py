@@ -333,7 +333,7 @@ def _notes(env: Environment, batch: BatchInfo, grades: dict[int, Grade], graded:
 
 
 def _batch_notes(env: Environment, batch: BatchInfo, graded: bool) -> list[str]:
-    from sqleval_pipeline.generation.runner import golden_hash
+    from sqleval_pipeline.golden.model import golden_hash
 
     notes = []
     if batch.status != "complete":

@@ -227,7 +227,7 @@ _COMPARED_FILES = (bf.SCORECARD, bf.GRADES, bf.EXECUTIONS, bf.DIAGNOSES,
 def gate_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo, plan: list[_Planned],
                 fail_on_case_regression: bool) -> str:
     """The digest of everything the gate of ``batch`` is computed from (derived.py)."""
-    from sqleval_pipeline.generation.runner import golden_hash
+    from sqleval_pipeline.golden.model import golden_hash
     from sqleval_pipeline.grading import GRADER_VERSION
 
     def files(b: BatchInfo) -> list:

@@ -30,7 +30,7 @@ def golden_set(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     pinned, manifest, serving = snap.pinned_snapshot(sqleval.pins_dir, sqleval.home.snapshot_dir)
     drifts = verify_cases(golden.cases, serving, pinned, manifest.as_of)
     coverage = validate_coverage(golden.cases, project.difficulties)
-    from sqleval_pipeline.generation.runner import golden_hash
+    from sqleval_pipeline.golden.model import golden_hash
 
     content = golden_hash(golden.cases)
     yield dg.MaterializeResult(

@@ -39,7 +39,7 @@ def report_inputs(env: Environment, partition_key: str, batch_id: str) -> str:
     every stored scorecard (the trend, by size and time), the golden set, the decisions, the
     judges' calibration, the guardrail evidence, the pinned snapshot and the reporting code."""
     from sqleval_pipeline.pipeline.derived import code_digest, inputs_digest, stat_fingerprint
-    from sqleval_pipeline.generation.runner import golden_hash
+    from sqleval_pipeline.golden.model import golden_hash
     from sqleval_pipeline.reporting.html.evidence import GUARDRAILS_REPORT, build_root
 
     folder = env.store.batch_dir(partition_key, batch_id)
