@@ -36,7 +36,8 @@ from sqleval_pipeline.configs import LoadedConfig, load_configs
 from sqleval_pipeline.pipeline.derived import code_digest, inputs_digest
 from sqleval_pipeline.pipeline.environment import Environment, EvaluationError, Progress, find_config
 from sqleval_pipeline.pipeline import evaluation as ev
-from sqleval_pipeline.pipeline.evaluation import grade_batch, score_batch
+from sqleval_pipeline.pipeline.grades import grade_batch
+from sqleval_pipeline.pipeline.scorecard import score_batch
 from sqleval_pipeline.pipeline.records import save_records
 from sqleval_pipeline.scoring.changes import INPUTS_FILE, Change, RunInputs, what_changed
 from sqleval_pipeline.scoring.gate import ThresholdCheck, check_thresholds

@@ -17,14 +17,7 @@ DuckDB, no pyarrow needed) with :func:`save_records` / :func:`load_records`. Nes
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-import types
-import typing
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
