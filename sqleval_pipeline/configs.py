@@ -291,6 +291,10 @@ class Configuration(_Strict):
                                 "(snowflake, bigquery, postgres, …): transpiled to DuckDB with "
                                 "sqlglot before the guard; both texts are stored")
     judge: Literal["rules", "llm", "none"] = "rules"
+    test_suite: bool = Field(default=True, description="also run an answer right on the pinned "
+                             "snapshot on its case's neighbour databases (docs/test-suite.md): one "
+                             "that differs there is WRONG (accidental_match); false: grade on the "
+                             "snapshot alone")
     judge_model: str | None = None
     judge_sees_rows: bool = Field(default=True, description="false: the LLM judge is sent the "
                                   "questions, SQL texts and a row-free description of the "
@@ -432,7 +436,7 @@ class ConfigError(SqlevalError, ValueError):
 
 #: fields that do not change what the system under test answers
 NON_DEFINING_FIELDS = ("description", "active", "concurrency", "timeout_s", "max_retries",
-                       "judge", "judge_model", "judge_sees_rows", "baseline", "tuned_on_dev",
+                       "judge", "test_suite", "judge_model", "judge_sees_rows", "baseline", "tuned_on_dev",
                        "tuned_on_heldout", "pricing", "gate")
 
 

@@ -136,7 +136,8 @@ def env(serving_snapshot, tmp_path):
     home = paths.Home(tmp_path / "home")
     home.root.mkdir()
     (home.root / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
-    return ev.environment(home=home, manifest_dir=manifests)
+    return ev.environment(home=home, manifest_dir=manifests,
+                          dbt_target=serving_snapshot.home.root / "dbt_target")
 
 
 #: fixtures that build something heavy (the demo warehouse with dbt, a serving snapshot, a

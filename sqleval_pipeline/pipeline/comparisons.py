@@ -38,6 +38,7 @@ from sqleval_pipeline.pipeline.environment import Environment, EvaluationError, 
 from sqleval_pipeline.pipeline import evaluation as ev
 from sqleval_pipeline.pipeline.grades import grade_batch
 from sqleval_pipeline.pipeline.scorecard import score_batch
+from sqleval_pipeline.pipeline.suite_checks import SUITE_MARK, grader_for
 from sqleval_pipeline.pipeline.records import save_records
 from sqleval_pipeline.scoring.changes import INPUTS_FILE, Change, RunInputs, what_changed
 from sqleval_pipeline.scoring.gate import ThresholdCheck, check_thresholds
@@ -295,7 +296,7 @@ def _compare(env: Environment, kind: Kind, base_card, base_batch: BatchInfo,
     theirs = batch_inputs(env, base_batch, base_card, base_loaded)
     changes = what_changed(theirs, mine)
     if base_card.grader_version != card.grader_version:
-        base_card = _rebase(env, base_batch, base_loaded, batch, kind)
+        base_card = _rebase(env, base_batch, base_loaded, batch, kind, card.grader_version)
         theirs.grader_version = base_card.grader_version
         changes = what_changed(theirs, mine)
     common = {"kind": kind, "baseline_partition": base_batch.partition_key,
@@ -331,14 +332,16 @@ def _compare(env: Environment, kind: Kind, base_card, base_batch: BatchInfo,
 
 
 def _rebase(env: Environment, base_batch: BatchInfo, base_loaded: LoadedConfig | None,
-            batch: BatchInfo, kind: Kind):
-    """The earlier batch re-graded under the current grader (no model calls). Its own files
-    are never rewritten: the copy goes into this batch's folder, so candidates gating against
-    one baseline at once never write the same file."""
+            batch: BatchInfo, kind: Kind, grader_version: str):
+    """The earlier batch re-graded under the candidate's grader (``grader_version``: the rules,
+    and the test suite when the candidate was graded on it), without model calls. Its own
+    files are never rewritten: the copy goes into this batch's folder, so candidates gating
+    against one baseline at once never write the same file."""
     loaded = base_loaded or _loaded_for(env, base_batch)
     # cases removed from the golden set since cannot be compared: they are left out (the
     # comparison is per case, over the cases both batches have)
-    regraded = grade_batch(env, base_batch, skip_unknown=True)
+    regraded = grade_batch(env, base_batch, skip_unknown=True,
+                           grader=grader_for(env, SUITE_MARK in grader_version))
     card = score_batch(env, loaded, base_batch, grades=regraded)
     rebased = env.store.artifact(batch.partition_key, batch.batch_id,
                                  f"rebased/{base_batch.partition_key}/{base_batch.batch_id}")
@@ -411,7 +414,7 @@ def evaluate(env: Environment, loaded: LoadedConfig, *, mode: str = "latest",
     ev.stage_executions(env, loaded, run.batch, progress)
     t["executions"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    ev.stage_grades(env, run.batch)
+    ev.stage_grades(env, run.batch, loaded)
     t["grades"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     ev.stage_diagnoses(env, loaded, run.batch, progress)

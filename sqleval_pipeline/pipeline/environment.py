@@ -45,6 +45,13 @@ class Environment:
     decisions: Path
     project: Project
     manifest: snap.SnapshotManifest
+    #: the dbt target folder of the build the snapshot came from (default: the project's)
+    dbt_target: Path | None = None
+
+    @property
+    def dbt_target_dir(self) -> Path:
+        """Where the last ``dbt build``'s manifest and run results are (its data tests)."""
+        return self.dbt_target or self.project.dbt_target_dir
 
     def policy(self, overrides: dict | None = None):
         """The project's guard policy over this snapshot, with a configuration's overrides."""
@@ -59,7 +66,8 @@ class Environment:
 
 def environment(project: Project | None = None, *, home: paths.Home | None = None,
                 manifest_dir: Path | None = None, golden_dir: Path | None = None,
-                configs_dir: Path | None = None, decisions: Path | None = None) -> Environment:
+                configs_dir: Path | None = None, decisions: Path | None = None,
+                dbt_target: Path | None = None) -> Environment:
     """The evaluation environment of a project (default: the current one); the keyword
     arguments override where its files are (tests use temporary folders)."""
     project = project or current_project()
@@ -79,7 +87,7 @@ def environment(project: Project | None = None, *, home: paths.Home | None = Non
                               f"{', '.join(stale[:10])}; re-freeze after review")
     return Environment(pinned, serving, manifest.as_of, golden.cases, project_store(project, home),
                        configs_dir or project.configs_dir, decisions or project.decisions_path,
-                       project, manifest)
+                       project, manifest, dbt_target or home.root / "dbt_target")
 
 
 #: serving files verified in this process: (path, size, mtime, inode) -> snapshot id

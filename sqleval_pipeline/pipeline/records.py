@@ -215,6 +215,15 @@ class Grade(AttemptKey):
     vendor_rows: Literal["agree", "disagree", "partial", "unreadable"] | None = None
     vendor_mismatch: str | None = None
     vendor_outcome: Outcome | None = None
+    #: the test suite's check of an answer right on the pinned snapshot (docs/test-suite.md):
+    #: passed on every neighbour of the case's suite, accidental_match (then ``outcome`` is
+    #: WRONG and ``snapshot_outcome`` what the snapshot alone said), no_suite (the case has
+    #: none), inconclusive (no neighbour could say: refused, timed out, cut by the row cap);
+    #: None: not checked (not right on the snapshot, or the suite is off)
+    suite_check: Literal["passed", "accidental_match", "no_suite", "inconclusive"] | None = None
+    snapshot_outcome: Outcome | None = None
+    #: the neighbour where an accidental match showed, and the rows on each side there
+    suite_detail: dict[str, Any] | None = None
 
 
 class Diagnosis(AttemptKey):

@@ -97,8 +97,24 @@ def _clusters(m: SliceMetrics) -> str:
     return "?" if m.n_clusters is None else str(m.n_clusters)
 
 
+def suite_lines(sc: Scorecard) -> list[tuple[str, str]]:
+    """Suite accuracy beside snapshot accuracy (docs/test-suite.md), or why there is none."""
+    t = sc.test_suite
+    if t is None:
+        return [("test suite", "not used: graded on the pinned snapshot alone")]
+    cases = (f" (cases {', '.join(t.accidental_cases[:10])}{' …' if len(t.accidental_cases) > 10 else ''})"
+             if t.accidental_cases else "")
+    extra = "".join([f"; {t.n_no_suite} without a suite" if t.n_no_suite else "",
+                     f"; {t.n_inconclusive} inconclusive" if t.n_inconclusive else ""])
+    return [("accuracy on the snapshot alone", fmt_rate(t.snapshot_accuracy)),
+            (f"accuracy on the test suite ({t.suite})", fmt_rate(t.suite_accuracy)),
+            ("accidental matches (right on the snapshot only)",
+             f"{t.n_accidental} of {t.n_checked} checked{cases}{extra}")]
+
+
 def _summary_lines(sc: Scorecard) -> list[tuple[str, str]]:
     lines = [
+        *suite_lines(sc),
         ("deferral rate", fmt_rate(sc.refusal.deferral_rate)),
         ("over-refusal rate", fmt_rate(sc.refusal.over_refusal_rate)),
         ("refusal hold (should-refuse)", fmt_rate(sc.refusal.refusal_hold)),

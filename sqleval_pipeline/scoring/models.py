@@ -242,6 +242,24 @@ class CaseResult(BaseModel):
         return None if len(graded) < 2 else len(set(graded)) > 1
 
 
+class SuiteSummary(BaseModel):
+    """Test-suite accuracy beside accuracy on the pinned snapshot (docs/test-suite.md).
+
+    ``accuracy`` of the scorecard is the suite accuracy: an answer right on the snapshot and
+    wrong on a neighbour of its case's suite counts as WRONG (``accidental_match``).
+    ``snapshot_accuracy`` is what the snapshot alone would have said, with its interval."""
+
+    suite: str = Field(description="the suite the answers were checked on (digest of suite.json)")
+    snapshot_accuracy: Rate
+    suite_accuracy: Rate
+    n_checked: int = Field(description="attempts right on the snapshot checked on a suite")
+    n_accidental: int = Field(description="of those, right on the snapshot only (accidental_match)")
+    accidental_cases: list[str] = Field(default_factory=list)
+    n_no_suite: int = Field(0, description="attempts right on the snapshot whose case has no suite")
+    n_inconclusive: int = Field(0, description="attempts no neighbour could say anything about "
+                                "(refused, timed out or cut by the row cap there)")
+
+
 class Scorecard(BaseModel):
     schema_version: str = SCORECARD_SCHEMA
     config_version: str
@@ -284,6 +302,8 @@ class Scorecard(BaseModel):
     usage: UsageMetrics | None = None
     #: the vendor's own rows where it sent them (grading/vendor_rows.py); None: none sent
     vendor_rows: VendorRows | None = None
+    #: test-suite accuracy beside snapshot accuracy; None: graded on the snapshot alone
+    test_suite: SuiteSummary | None = None
     bootstrap: BootstrapSpec
     cases: list[CaseResult]
     notes: list[str] = Field(default_factory=list)

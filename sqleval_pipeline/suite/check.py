@@ -44,6 +44,7 @@ from sqleval_pipeline.results import ResultSet
 from sqleval_pipeline.snapshot import open_readonly
 from sqleval_pipeline.suite.model import FrozenOn, SuiteFile, reading_hash
 from sqleval_pipeline.suite.neighbours import NeighbourRef, load_set
+from sqleval_pipeline.suite.routes import Routes
 from sqleval_pipeline.suite.source import deadline
 
 #: rows shown on each side of an accidental match
@@ -300,9 +301,19 @@ class Suite:
         return entry is not None and entry.reading_hash == reading_hash(case)
 
     def check(self, sql: str, case: Case, run: Runner, *,
-              skipped: list[tuple[str, str]] | None = None) -> AccidentalMatch | None:
+              skipped: list[tuple[str, str]] | None = None, routes: Routes | None = None) -> AccidentalMatch | None:
         """:func:`check_on_suite` on the case's distilled neighbours, with the results the suite
-        file stored for them (when it was distilled for this very case)."""
+        file stored for them (when it was distilled for this very case).
+
+        With ``routes`` (the served schema and the kept relationships tests), an answer that
+        takes its values from a table no reading of the case reads is not run: the neighbours
+        cannot judge it (:mod:`.routes`); every neighbour is listed in ``skipped`` with why."""
+        if routes is not None:
+            ok, why = routes.judgeable(sql, [s for s in (case.reference_sql, *case.alternative_sqls) if s])
+            if not ok:
+                if skipped is not None:
+                    skipped.extend((n.id, f"not judged: {why}") for n in self.suite_for(case.id))
+                return None
         entry = self.data.cases.get(case.id)
         if entry is not None and entry.reading_hash == reading_hash(case) and (case.id, entry.reading_hash) not in self._loaded:
             for nid, frozen in entry.frozen.items():

@@ -170,6 +170,11 @@ def _intact(directory: Path, entry: NeighbourEntry) -> bool:
     return p.exists() and p.stat().st_size == entry.size and file_sha256(p) == entry.sha256
 
 
+def damaged(nset: NeighbourSet) -> list[str]:
+    """The files of a set that are missing or not what ``set.json`` recorded (size, SHA-256)."""
+    return [e.file for e in nset.manifest.neighbours if not _intact(nset.directory, e)]
+
+
 def ensure_neighbours(serving: Path, snapshot: SnapshotManifest, cases: Sequence[Case], constraints: Constraints,
                       *, root: Path, params: SetParams | None = None,
                       max_seconds: float = DEFAULT_MAX_SECONDS) -> NeighbourSet:

@@ -115,15 +115,17 @@ def eval_executions(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> 
           deps=[eval_executions], code_version=GRADER_VERSION)
 def eval_grades(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> dg.MaterializeResult:
     """Each attempt's outcome (CORRECT … ERROR) under the written-down grading rules."""
-    env, _loaded, batch = _stage(context, sqleval, "eval_executions")
-    grades = ev.stage_grades(env, batch)
+    env, loaded, batch = _stage(context, sqleval, "eval_executions")
+    grades = ev.stage_grades(env, batch, loaded)
     outcomes: dict[str, int] = {}
     for g in grades:
         outcomes[str(g.outcome)] = outcomes.get(str(g.outcome), 0) + 1
     folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
     return dg.MaterializeResult(metadata={
         **_where(env, batch, bf.GRADES), "grades": len(grades),
-        "outcomes": dg.MetadataValue.json(outcomes), "grader_version": GRADER_VERSION,
+        "outcomes": dg.MetadataValue.json(outcomes),
+        "grader_version": grades[0].grader_version if grades else GRADER_VERSION,
+        "accidental_matches": sum(g.suite_check == "accidental_match" for g in grades),
         **md.failing_cases(grades, folder)})
 
 
