@@ -136,7 +136,7 @@ def print_summary(summary, title: str) -> None:
     raw = {k: m["rows"] for k, m in mats.items() if "rows" in m and k not in ("serving_snapshot",)}
     if raw:
         t.add_row("raw data", f"{len(raw)} tables, {sum(raw.values()):,} rows")
-    own = {"serving_snapshot", "golden_set", "guardrail_suite", "judge_calibration"}
+    own = {"serving_snapshot", "golden_set", "guardrail_suite", "judge_calibration", "test_suite"}
     dbt = [k for k in mats if k not in raw and k not in own and not k.startswith("eval_")]
     if dbt:
         t.add_row("dbt warehouse", f"{len(dbt)} models/seeds built and tested")
@@ -160,6 +160,12 @@ def print_summary(summary, title: str) -> None:
     if "golden_set" in mats:
         t.add_row("golden set", f"{mats['golden_set'].get('cases')} cases reproduce on "
                   f"{mats['golden_set'].get('snapshot_id')}")
+    if "test_suite" in mats:
+        m = mats["test_suite"]
+        weak = m.get("weak_cases") or []
+        t.add_row("test suite", f"{m.get('neighbours')} neighbour databases, {m.get('cases')} cases distilled "
+                  f"(mean kill rate {100 * float(m.get('mean_kill_rate') or 0):.0f}%; {len(weak)} weak"
+                  + (f": {', '.join(weak[:5])}" if weak else "") + f"); suite {m.get('suite')}")
     console.print(t)
     bad = [k for k, ok in summary.checks.items() if not ok]
     console.print(f"{len(mats)} assets materialized in {summary.seconds:.1f} s "

@@ -112,7 +112,7 @@ def eval_executions(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> 
 
 
 @dg.asset(partitions_def=config_versions, group_name="evaluation", kinds={"python"},
-          deps=[eval_executions], code_version=GRADER_VERSION)
+          deps=[eval_executions, "test_suite"], code_version=GRADER_VERSION)
 def eval_grades(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> dg.MaterializeResult:
     """Each attempt's outcome (CORRECT … ERROR) under the written-down grading rules."""
     env, loaded, batch = _stage(context, sqleval, "eval_executions")

@@ -9,6 +9,8 @@ from sqleval_pipeline.defs.resources import SqlevalHome
 from sqleval_pipeline.golden.verify import verify_cases
 from sqleval_pipeline.golden.loader import load_golden
 from sqleval_pipeline.golden.stats import stats_markdown, validate_coverage
+from sqleval_pipeline.pipeline.suite_checks import build_suite
+from sqleval_pipeline.suite.audit import weak_cases
 
 
 @dg.asset(
@@ -57,3 +59,25 @@ def golden_set(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
             f"snapshot drift: {len(drifts)} golden case(s) no longer reproduce on {pinned}:\n  "
             + "\n  ".join(str(d) for d in drifts[:20])
         )
+
+
+@dg.asset(group_name="golden", deps=[golden_set], kinds={"duckdb"})
+def test_suite(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
+    """Neighbour databases of the pinned snapshot and each case's distilled suite
+    (docs/test-suite.md): what grading runs an answer right on the snapshot on. Reused when
+    built for the same snapshot and golden set with intact files; only changed cases are
+    distilled again."""
+    handle = build_suite(sqleval.environment())
+    cases = handle.suite.data.cases.values()
+    rates = [c.kill_rate for c in cases if c.kill_rate is not None]
+    weak = sorted(c.case_id for c in weak_cases(handle.suite.data))
+    yield dg.MaterializeResult(
+        data_version=dg.DataVersion(handle.digest),  # grades go stale when the suite changes
+        metadata={
+            "suite": handle.digest,
+            "suite_file": dg.MetadataValue.path(str(handle.path)),
+            "neighbours": len(handle.suite.by_id),
+            "cases": len(handle.suite.data.cases),
+            "mean_kill_rate": round(sum(rates) / len(rates), 3) if rates else 0.0,
+            "weak_cases": dg.MetadataValue.json(weak),
+        })
