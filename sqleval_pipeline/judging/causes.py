@@ -73,6 +73,9 @@ CAUSES: tuple[Cause, ...] = (
           "the limit, not the query (with structural differences, those decide)"),
     Cause("result_cap_below_reference", "harness_bug", "the result was truncated at the row cap "
           "and the reference returns at least as many rows", "the cap cannot hold the answer"),
+    Cause("accidental_match", None, "right on the pinned snapshot, wrong on a neighbour "
+          "database of the case's test suite (docs/test-suite.md)", "the SQL differs from the "
+          "reference where today's data cannot show it; the structural difference names the category"),
     Cause("grader_equal_rows", "harness_bug", "the rows equal an accepted result to 6 "
           "significant digits", "the grader"),
     Cause("tie_at_cut", "harness_bug", "the rows are the frozen ones with other rows of the tie "

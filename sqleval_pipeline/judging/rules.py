@@ -149,6 +149,8 @@ class RulesJudge(FailedRunCauses):
             return self._sql_error(item, ref, got)
         if execution.status == "refused":
             return self._refused(item, ref, got)
+        if grade.reason == "accidental_match":  # right on the snapshot, wrong on a neighbour
+            return self._accidental(item, ref, got)
         if execution.status == "ok" and equal_rows(item):
             return "harness_bug", tag("grader_equal_rows", (
                 "the rows equal the expected result once values are compared to 6 significant "
@@ -198,6 +200,21 @@ class RulesJudge(FailedRunCauses):
         return "wrong_metric", ("the values differ and the queries differ outside the parts the "
                                 "rules compare (tables, grouping, measures, filters): "
                                 f"{grade.mismatch or grade.reason}")
+
+    @staticmethod
+    def _accidental(item: JudgeInput, ref: Facts | None, got: Facts | None) -> tuple[str, str]:
+        """An answer right on the snapshot only (the test suite's accidental_match): what its
+        SQL does differently from the reference says why; the snapshot's rows cannot."""
+        where = (item.grade.suite_detail or {}).get("neighbour")
+        if ref is not None and got is not None:
+            diffs, note = differences(ref, got, item)
+            if diffs or note:
+                category, text = _explain(diffs, note)
+                return category, tag("accidental_match", f"right on the snapshot by coincidence, wrong on "
+                                                          f"neighbour {where}: {text}")
+        return "wrong_metric", tag("accidental_match", (
+            f"right on the snapshot by coincidence, wrong on neighbour {where}; the queries differ outside "
+            f"the parts the rules compare: {item.grade.mismatch or item.grade.reason}"))
 
     def _truncated(self, item: JudgeInput, ref: Facts, got: Facts | None) -> tuple[str, str]:
         ex = item.execution

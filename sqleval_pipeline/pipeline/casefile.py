@@ -125,6 +125,12 @@ class GradeDetail(BaseModel):
     alternative: int | None = Field(description="the accepted result that matched (0: primary)")
     executed: bool | None
     grader_version: str
+    #: the test suite's check (docs/test-suite.md): passed, accidental_match, no_suite, inconclusive
+    suite_check: str | None = None
+    #: the outcome on the pinned snapshot alone, when the suite changed it
+    snapshot_outcome: Outcome | None = None
+    #: the neighbour of an accidental match and the rows on each side there (or why none judged)
+    suite_detail: dict[str, Any] | None = None
 
 
 class DiagnosisDetail(BaseModel):
@@ -354,7 +360,8 @@ def _batch_notes(env: Environment, batch: BatchInfo, graded: bool) -> list[str]:
 def _grader_notes(grades: dict[int, Grade]) -> list[str]:
     from sqleval_pipeline.grading import GRADER_VERSION
 
-    old = sorted({g.grader_version for g in grades.values()} - {GRADER_VERSION})
+    # a grade on the test suite names the rules' version and the suite's ("<rules>+suite-<digest>")
+    old = sorted({g.grader_version.split("+suite-")[0] for g in grades.values()} - {GRADER_VERSION})
     return [f"graded by grader {', '.join(old)}; the current grader is {GRADER_VERSION} "
             "(`sqleval run` grades the batch again)"] if old else []
 

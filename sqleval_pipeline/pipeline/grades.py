@@ -35,8 +35,8 @@ def grade_stream(env: Environment, batch: BatchInfo, *, skip_unknown: bool = Fal
     grader = grader or grader_for(env)
     attempts_path = env.store.artifact(batch.partition_key, batch.batch_id, bf.ATTEMPTS)
     cases = {c.id: c for c in env.cases}
-    checking = (SuiteChecker(env, grader.suite, policy or env.policy(None)) if grader.suite is not None
-                else nullcontext(None))
+    checking = (SuiteChecker(env, grader.suite, policy or env.policy(None), cache_dir=grader.cache_dir)
+                if grader.suite is not None else nullcontext(None))
     try:
         with checking as checker:
             for a, ex in with_vendor_rows(attempts_path, joined(attempts_path, iter_executions(env, batch))):
@@ -49,6 +49,8 @@ def grade_stream(env: Environment, batch: BatchInfo, *, skip_unknown: bool = Fal
                 extra = vendor_fields(case, a, ex)  # a vendor's own rows, when it sent them
                 grade = grade.model_copy(update=extra) if extra else grade
                 yield suite_grade(grade, case, a, ex, checker)
+            if checker is not None:
+                checker.add_to(grader.stats)
     except MissingExecution as exc:
         raise EvaluationError(str(exc)) from exc
 

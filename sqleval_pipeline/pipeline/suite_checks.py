@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,10 +130,15 @@ def build_suite(env: Environment, *, progress: Progress | None = None):
 
 @dataclass(frozen=True)
 class Grader:
-    """What grades a batch (see module doc)."""
+    """What grades a batch (see module doc). ``cache_dir``: where the suite's verdicts are
+    cached (default: the store's ``suite_cache/``); ``stats`` adds up, over the batches it
+    grades, the answers checked, the checks run (not cached) and the guarded executions made
+    on neighbours."""
 
     version: str
     suite: SuiteHandle | None = None
+    cache_dir: Path | None = None
+    stats: Counter = field(default_factory=Counter, compare=False)
 
 
 def grader_for(env: Environment, test_suite: bool = True, *, progress: Progress | None = None) -> Grader:
@@ -165,8 +171,12 @@ class SuiteChecker:
     env: Environment
     handle: SuiteHandle
     policy: Any
+    #: where verdicts are cached (default: the store's ``suite_cache/``)
+    cache_dir: Path | None = None
     checked: int = 0
     ran: int = 0
+    #: guarded executions made on neighbours (answers run there, cached verdicts excluded)
+    executions: int = 0
     _runner: GuardedRunner | None = field(default=None, repr=False)
     _routes: Routes | None = field(default=None, repr=False)
 
@@ -186,12 +196,16 @@ class SuiteChecker:
         if self._runner is not None:
             self._runner.close()
 
+    def add_to(self, stats: Counter) -> None:
+        """Add this checker's counts to ``stats`` (checked, ran, executions)."""
+        stats.update(checked=self.checked, ran=self.ran, executions=self.executions)
+
     def _cache_path(self, case: Case, sql: str) -> Path:
         neighbours = [n.id for n in self.handle.suite.suite_for(case.id)]
         key = hashlib.sha256(json.dumps(
             [CHECK_VERSION, self.handle.suite.data.set_id, case.id, reading_hash(case), neighbours, sql, self.policy.version,
              GRADER_VERSION], separators=(",", ":")).encode()).hexdigest()
-        return self.env.store.root / "suite_cache" / key[:2] / f"{key}.json"
+        return (self.cache_dir or self.env.store.root / "suite_cache") / key[:2] / f"{key}.json"
 
     def check(self, case: Case, sql: str) -> tuple[str, dict[str, Any] | None]:
         """(``passed`` | ``accidental_match`` | ``no_suite`` | ``inconclusive``, detail)."""
@@ -209,7 +223,12 @@ class SuiteChecker:
             self._runner = GuardedRunner(self.policy)
         skipped: list[tuple[str, str]] = []
         self.ran += 1
-        hit = self.handle.suite.check(sql, case, self._runner, skipped=skipped, routes=self.routes)
+
+        def run(text: str, path: Path) -> Any:
+            self.executions += 1
+            return self._runner(text, path)
+
+        hit = self.handle.suite.check(sql, case, run, skipped=skipped, routes=self.routes)
         if hit is not None:
             status, info = "accidental_match", detail(hit)
         elif len(skipped) >= len(self.handle.suite.suite_for(case.id)):

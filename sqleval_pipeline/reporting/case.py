@@ -158,6 +158,7 @@ def _run_panel(r: RunDetail) -> Panel:
                                    f"  ({g.reason})"))
         if g.mismatch:
             parts.append(_field("mismatch", g.mismatch))
+        parts += _suite(g)
     for dg in r.diagnoses:
         parts.append(Text.assemble(("diagnosis ", "bold"), (f"({dg.judge}): ", "bold"),
                                    (dg.category, "magenta"), " — ", dg.explanation))
@@ -166,6 +167,26 @@ def _run_panel(r: RunDetail) -> Panel:
     border = "dim" if g is None or g.outcome is None else "yellow" if g.outcome == "ERROR" else \
         "green" if g.success else "red"
     return Panel(Group(*parts), title=title, title_align="left", border_style=border)
+
+
+def _suite(g) -> list[RenderableType]:
+    """The test suite's check of a run right on the snapshot (docs/test-suite.md)."""
+    d = g.suite_detail or {}
+    if g.suite_check == "accidental_match":
+        out: list[RenderableType] = [_field("test suite", f"right on the snapshot ({g.snapshot_outcome}), wrong on "
+                                            f"neighbour {d.get('neighbour')} ({d.get('kind')})", "red")]
+        for label in ("missing", "unexpected"):
+            rows = d.get(label) or []
+            if rows:
+                out.append(_field(f"  {label} there", "; ".join(
+                    "(" + ", ".join(str(v) for v in r) + ")" for r in rows)))
+        return out
+    if g.suite_check == "inconclusive":
+        why = [s[1] for s in d.get("skipped", [])][:1]
+        return [_field("test suite", "inconclusive" + (f": {why[0]}" if why else ""), "dim")]
+    if g.suite_check:
+        return [_field("test suite", g.suite_check.replace("_", " "), "dim")]
+    return []
 
 
 def render_case(d: CaseDetail, console: Console | None = None) -> None:

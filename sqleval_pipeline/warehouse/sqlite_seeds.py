@@ -354,14 +354,111 @@ def sqlite_to_dbt_seeds(sqlite_files: Sequence[Path], project_dir: Path, *,
     return [t.name for t in tables]
 
 
+@dataclass(frozen=True)
+class DeclaredConstraints:
+    """What a SQLite table's schema declares: its primary key, its NOT NULL columns and its
+    single-column foreign keys ((column, parent table, parent column))."""
+
+    primary_key: tuple[str, ...] = ()
+    not_null: tuple[str, ...] = ()
+    foreign_keys: tuple[tuple[str, str, str], ...] = ()
+
+
+def declared_constraints(sqlite_files: Sequence[Path]) -> dict[str, DeclaredConstraints]:
+    """Table name → what its schema declares, for every table of ``sqlite_files`` (read from
+    ``PRAGMA table_info`` and ``PRAGMA foreign_key_list``; nothing of the data is read). A
+    foreign key without a named parent column names the parent's primary key; composite
+    foreign keys, and keys whose two columns get different DuckDB types, are left out.
+
+    >>> import sqlite3, tempfile
+    >>> tmp = Path(tempfile.mkdtemp())
+    >>> con = sqlite3.connect(tmp / "s.sqlite")
+    >>> _ = con.executescript("CREATE TABLE c (id INTEGER PRIMARY KEY, name TEXT NOT NULL);"
+    ...                       "CREATE TABLE o (oid INT NOT NULL, cid INT REFERENCES c, PRIMARY KEY (oid));")
+    >>> con.close()
+    >>> d = declared_constraints([tmp / "s.sqlite"])
+    >>> d["c"]
+    DeclaredConstraints(primary_key=('id',), not_null=('name',), foreign_keys=())
+    >>> d["o"]
+    DeclaredConstraints(primary_key=('oid',), not_null=('oid',), foreign_keys=(('cid', 'c', 'id'),))
+    """
+    out: dict[str, DeclaredConstraints] = {}
+    for f in sqlite_files:
+        con = sqlite3.connect(f"file:{Path(f)}?mode=ro", uri=True)
+        try:
+            names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                               "AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
+            pks: dict[str, tuple[str, ...]] = {}
+            info = {}
+            types: dict[tuple[str, str], str] = {}
+            for name in names:
+                cols = con.execute(f'PRAGMA table_info("{name}")').fetchall()
+                info[name] = cols
+                types.update({(name.lower(), c[1].lower()): duckdb_type(c[2]) for c in cols})
+                pks[name.lower()] = tuple(c[1] for c in sorted((c for c in cols if c[5]), key=lambda c: c[5]))
+            for name in names:
+                fks: dict[int, list] = {}
+                for row in con.execute(f'PRAGMA foreign_key_list("{name}")').fetchall():
+                    fks.setdefault(row[0], []).append(row)
+                keys = []
+                for rows in fks.values():
+                    if len(rows) != 1:
+                        continue  # a composite foreign key: not a single-column relationship
+                    _id, _seq, parent, col, to = rows[0][:5]
+                    to = to or (pks.get(parent.lower()) or (None,))[0]
+                    # a key whose two sides get other DuckDB types (Spider joins text with
+                    # integers) cannot be a dbt relationships test: DuckDB refuses the comparison
+                    if to and len(pks.get(parent.lower(), ())) <= 1 and \
+                            types.get((name.lower(), col.lower())) == types.get((parent.lower(), to.lower())):
+                        keys.append((col, parent, to))
+                out[name] = DeclaredConstraints(pks[name.lower()], tuple(c[1] for c in info[name] if c[3]),
+                                                tuple(keys))
+        finally:
+            con.close()
+    return out
+
+
+def _tests_yml(tables: Sequence[str], prefix: str, constraints: dict[str, DeclaredConstraints]) -> str:
+    """``_served.yml``: the declared constraints as dbt tests on the served views, each with
+    severity ``warn`` (a declared key the data breaks, as in some of Spider's databases, warns
+    and is not kept as a data test; it does not stop the build)."""
+    warn = {"config": {"severity": "warn"}}
+    known = {t.lower(): t for t in tables}
+    models = []
+    for table in tables:
+        dc = constraints.get(table)
+        if dc is None:
+            continue
+        tests: dict[str, list] = {}
+        single_pk = dc.primary_key[0] if len(dc.primary_key) == 1 else None
+        for col in dict.fromkeys([*dc.primary_key, *dc.not_null]):
+            tests.setdefault(col, []).append({"not_null": warn})
+        if single_pk:
+            tests.setdefault(single_pk, []).append({"unique": warn})
+        for col, parent, to in dc.foreign_keys:
+            if parent.lower() in known and _NAME_RE.match(to):
+                tests.setdefault(col, []).append({"relationships": {
+                    "arguments": {"to": f"ref('{prefix}{known[parent.lower()]}')", "field": to}, **warn}})
+        columns = [{"name": c, "data_tests": t} for c, t in tests.items() if _NAME_RE.match(c)]
+        if columns:
+            models.append({"name": f"{prefix}{table}", "columns": columns})
+    text = yaml.safe_dump({"version": 2, "models": models}, sort_keys=False, allow_unicode=True)
+    return f"{MARKER}: the SQLite schemas' declared keys as dbt tests (severity warn)\n{text}"
+
+
 def write_serving_models(tables: Sequence[str], project_dir: Path, *, subdir: str = "served",
                          prefix: str = "srv_", tag: str = "serving",
-                         overwrite: bool = False) -> list[str]:
+                         overwrite: bool = False,
+                         constraints: dict[str, DeclaredConstraints] | None = None) -> list[str]:
     """One served view per seed: ``models/<subdir>/<prefix><table>.sql`` selecting everything
     from the seed, with ``alias`` the table's own name and tag ``tag`` (select them with
     ``serve.select: tag:<tag>``). dbt forbids a model named like a seed, hence the prefix; the
     snapshot serves a model under its alias, so the benchmark's SQL reads the SQLite names.
-    Returns the model names.
+    Returns the model names. With ``constraints`` (:func:`declared_constraints`), also
+    ``models/<subdir>/_served.yml``: each table's declared primary key (``not_null``, and
+    ``unique`` for a one-column key), NOT NULL columns and foreign keys (``relationships``) as
+    dbt tests of severity ``warn`` on the served views — the data tests the test suite's
+    neighbour databases keep (docs/test-suite.md).
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
@@ -380,7 +477,12 @@ def write_serving_models(tables: Sequence[str], project_dir: Path, *, subdir: st
         path = folder / f"{prefix}{table}.sql"
         _check_writable(path, overwrite)
         names.append((path, table))
+    if constraints is not None:
+        _check_writable(folder / "_served.yml", overwrite)
     folder.mkdir(parents=True, exist_ok=True)
+    if constraints is not None:
+        (folder / "_served.yml").write_text(_tests_yml([t for _p, t in names], prefix, constraints),
+                                            encoding="utf-8")
     for path, table in names:
         path.write_text(f"-- {MARKER.lstrip('# ')}\n"
                         f"{{{{ config(alias='{table}', materialized='view', tags=['{tag}']) }}}}\n"
@@ -388,5 +490,5 @@ def write_serving_models(tables: Sequence[str], project_dir: Path, *, subdir: st
     return [p.stem for p, _ in names]
 
 
-__all__ = ["MARKER", "SeedConversionError", "duckdb_type", "sqlite_affinity",
-           "sqlite_to_dbt_seeds", "write_serving_models"]
+__all__ = ["MARKER", "DeclaredConstraints", "SeedConversionError", "declared_constraints", "duckdb_type",
+           "sqlite_affinity", "sqlite_to_dbt_seeds", "write_serving_models"]

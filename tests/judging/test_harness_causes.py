@@ -49,7 +49,8 @@ def case(ref: str, *, columns=("n",), types=("BIGINT",), rows=((1,),), tie=None,
 
 def judge(c: Case, *, sql: str | None = "SELECT 1", kind: str = "sql", refusal: str | None = None,
           status: str = "ok", result: ResultSet | None = None, outcome: str = "WRONG",
-          grade_reason: str = "result_mismatch:values", catalog=None, dialect=None, error_code=None, **ex):
+          grade_reason: str = "result_mismatch:values", catalog=None, dialect=None, error_code=None,
+          suite_detail=None, **ex):
     a = Attempt(**KEY, kind=kind, sql=sql if kind == "sql" else None, refusal_reason=refusal,
                 error_code=error_code if kind == "error" else None,
                 error_message=ex.pop("attempt_message", None))
@@ -64,7 +65,7 @@ def judge(c: Case, *, sql: str | None = "SELECT 1", kind: str = "sql", refusal: 
             kw.setdefault("reason", error_code)
         e = Execution(**kw)
     g = Grade(**KEY, outcome=outcome, reason=grade_reason, mismatch=None, grader_version="g", band=c.band,
-              difficulty=c.difficulty, split=c.split, cluster=c.cluster)
+              difficulty=c.difficulty, split=c.split, cluster=c.cluster, suite_detail=suite_detail)
     return J.diagnose(JudgeInput(case=c, attempt=a, execution=e, grade=g, catalog=catalog, dialect=dialect))
 
 
@@ -212,6 +213,21 @@ def test_grader_equal_rows():
     d = judge(case(COUNT, rows=[[6]]), sql="SELECT count(singer_id) FROM singer",
               result=rs(["n"], [[6.0]], ["DOUBLE"]))
     expect(d, "harness_bug", "grader_equal_rows")
+
+
+def test_accidental_match():
+    """Right on the snapshot, wrong on a neighbour: never the grader's fault (the rows are equal
+    on the snapshot by definition); the structure says what the answer does differently."""
+    ref = "SELECT count(*) FROM singer WHERE age > 30 AND age <= 60"
+    d = judge(case(ref, rows=[[6]]), sql="SELECT count(*) FROM singer WHERE age > 30",
+              result=rs(["n"], [[6]], ["BIGINT"]), grade_reason="accidental_match",
+              suite_detail={"neighbour": "nbr-0123456789ab"})
+    expect(d, "wrong_filter", "accidental_match", "nbr-0123456789ab")
+    assert "grader_equal_rows" not in d.explanation
+    # no structural difference the rules see: a metric difference, still not the grader's
+    d = judge(case(COUNT, rows=[[6]]), sql="SELECT count(*) FROM singer s",
+              result=rs(["n"], [[6]], ["BIGINT"]), grade_reason="accidental_match")
+    expect(d, "wrong_metric", "accidental_match")
 
 
 TIE = {"keys": ["capacity"], "before": 1, "take": 1, "rows": [["Glebe Park", 3960], ["Balmoor", 3960]]}
