@@ -46,7 +46,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqleval_pipeline.warehouse.sqlite_seeds import (  # noqa: E402
-    SeedConversionError, sqlite_to_dbt_seeds, write_serving_models)
+    SeedConversionError, declared_constraints, sqlite_to_dbt_seeds, write_serving_models)
 
 RIGHT = {"CORRECT", "CORRECT_FACTS"}
 SQLEVAL = [sys.executable, "-c", "import sys; from sqleval_pipeline.cli import main; sys.exit(main())"]
@@ -180,7 +180,7 @@ def write_project(root: Path, name: str, files: list[Path]) -> tuple[Path, list[
                 raise
             empty_null.append(f"{f.stem}: {exc}")
     tables = sqlite_to_dbt_seeds(files, dbt, empty_strings="null" if empty_null else "error")
-    write_serving_models(tables, dbt)
+    write_serving_models(tables, dbt, constraints=declared_constraints(files))
     project = root / "project"
     evals = project / "evals"
     for sub in ("golden", "configs", "labels", "answers"):
