@@ -15,6 +15,7 @@ from sqleval_pipeline.pipeline import evaluation as ev
 from sqleval_pipeline import paths
 from sqleval_pipeline.configs import load_config
 from sqleval_pipeline.demo import location
+from sqleval_pipeline.project import current as current_project
 
 CASES = ["com-001", "com-012", "com-055"]
 
@@ -119,3 +120,55 @@ def test_the_configurations_own_limits_gate_a_batch_with_nothing_to_compare_with
     report = cmp.GateReport.model_validate_json((folder / "comparisons.json").read_text())
     assert [t.status for t in report.thresholds] == ["passed"]
     assert report.passed is True and gate_status(None, report)[0] == PASSED
+
+
+@pytest.mark.slow
+def test_sqleval_run_starts_no_dagster_run_when_nothing_changed(serving_snapshot, tmp_path, monkeypatch):
+    """`sqleval run` of an unchanged configuration asks every stage whether its output is
+    current (pipeline/noop.py) and, when all say yes, prints the stored verdict without a
+    Dagster run; a stage output that is not current (the page removed) runs the evaluation."""
+    import dagster as dg
+    from typer.testing import CliRunner
+
+    from sqleval_pipeline.cli import app
+    from sqleval_pipeline.pipeline import environment as environment_module
+    from sqleval_pipeline.pipeline.noop import unchanged_batch
+
+    home = paths.Home(tmp_path / "home")
+    home.root.mkdir()
+    (home.root / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    (home.root / "dbt_target").symlink_to(serving_snapshot.home.root / "dbt_target")
+    monkeypatch.setenv("SQLEVAL_HOME", str(home.root))
+    monkeypatch.setenv("DAGSTER_HOME", str(home.dagster_home))
+    runner = CliRunner()
+    args = ["run", "-c", str(location.EVALS_DIR / "configs" / "baseline_raw.yaml"), "--cases", ",".join(CASES)]
+    loaded = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
+
+    def runs() -> int:
+        with dg.DagsterInstance.from_config(str(home.dagster_home)) as instance:
+            return len(instance.get_run_records())
+
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "nothing changed" not in first.output and runs() == 1
+    env = environment_module.environment(current_project(), home=home)
+    batch = unchanged_batch(env, loaded, case_ids=CASES)
+    assert batch is not None
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    before = _state(folder, "scorecard.json", "comparisons.json", "report.html", "grades.parquet")
+
+    second = runner.invoke(app, args)
+    assert second.exit_code == 0, second.output
+    assert f"nothing changed since batch {batch.batch_id}" in second.output
+    assert "Scorecard" in second.output and runs() == 1  # the verdict, from the stored files
+    assert _state(folder, "scorecard.json", "comparisons.json", "report.html", "grades.parquet") == before
+
+    # a stage output that is not current: the evaluation runs (and reuses what it can)
+    (folder / "report.html").unlink()
+    assert unchanged_batch(env, loaded, case_ids=CASES) is None
+    third = runner.invoke(app, args)
+    assert third.exit_code == 0, third.output
+    assert "nothing changed" not in third.output and runs() == 2
+    assert (folder / "report.html").exists()
+    # other selections are other batches: not a no-op of this one
+    assert unchanged_batch(env, loaded, case_ids=CASES[:2]) is None

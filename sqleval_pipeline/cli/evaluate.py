@@ -12,6 +12,7 @@ from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.cli.common import console, err, fail, project, run_assets, run_log_path
 from sqleval_pipeline.cli.output import warnings_to
 from sqleval_pipeline.cli.verdict import build_verdict, render_verdict
+from sqleval_pipeline.errors import SqlevalError
 
 #: generators that answer without calling a model provider (their calls are not counted)
 OFFLINE_GENERATORS = frozenset({"baseline", "recorded"})
@@ -131,7 +132,6 @@ def write_ci_outputs(partition_key: str, *, junit: Path | None = None, summary: 
     import socket
 
     from sqleval_pipeline.pipeline import evaluation as ev
-    from sqleval_pipeline.errors import SqlevalError
     from sqleval_pipeline.reporting.annotations import github_annotations
     from sqleval_pipeline.reporting.ci_batch import (annotation_root, golden_locations,
                                                      load_batch_results, relative_path)
@@ -174,6 +174,20 @@ def write_ci_outputs(partition_key: str, *, junit: Path | None = None, summary: 
             typer.echo(line, err=output == "json")
 
 
+def _unchanged(loaded, op_config: dict, configs_dir: Path):
+    """The batch whose every stage output is current (pipeline/noop.py), or None: then the
+    evaluation runs. A project that cannot be read here is left for the run to report."""
+    from sqleval_pipeline.pipeline.environment import environment
+    from sqleval_pipeline.pipeline.noop import unchanged_batch
+
+    try:
+        env = environment(project(), configs_dir=configs_dir)
+        return unchanged_batch(env, loaded, runs=op_config.get("runs"), case_ids=op_config.get("case_ids"),
+                               split=op_config.get("split"))
+    except SqlevalError:
+        return None
+
+
 def run(
     config: Annotated[Path, typer.Option("--config", "-c", help="Configuration YAML (the project's configs folder)")],
     runs: Annotated[Optional[int], typer.Option(help="Override the configuration's runs")] = None,
@@ -202,7 +216,6 @@ def run(
     (no model calls); an interrupted batch resumes where it stopped (SIGINT/SIGTERM exit 130/
     143). Exits 1 when the regression gate fails."""
     from sqleval_pipeline.configs import ConfigError, load_config
-    from sqleval_pipeline.orchestrate import EVALUATION_GROUPS
 
     proj = project()
     try:
@@ -232,17 +245,26 @@ def run(
             err.print(f"[yellow]note:[/] {config} is outside the project's configurations folder "
                       f"({proj.configs_dir}): the Dagster UI loads only that folder, so it shows "
                       "this run but cannot re-materialize its partition")
-    summary = run_assets(EVALUATION_GROUPS, {"ops": {"eval_attempts": {"config": op_config}}},
-                         partition_key=loaded.partition_key, configs_dir=str(config.resolve().parent),
-                         show_progress=True, reported_checks=frozenset({"eval_gate:regression_gate"}),
-                         tags=loaded.run_tags, quiet=not full)
+    reused = None if new_batch else _unchanged(loaded, op_config, config.resolve().parent)
+    summary = None
+    if reused is None:
+        from sqleval_pipeline.orchestrate import EVALUATION_GROUPS  # imports Dagster: only when it runs
+
+        summary = run_assets(EVALUATION_GROUPS, {"ops": {"eval_attempts": {"config": op_config}}},
+                             partition_key=loaded.partition_key, configs_dir=str(config.resolve().parent),
+                             show_progress=True, reported_checks=frozenset({"eval_gate:regression_gate"}),
+                             tags=loaded.run_tags, quiet=not full)
     # warnings raised while reading the results go to the run's log too
     with run_log_path(loaded.partition_key).open("a") as log, warnings_to(log):
         passed = show_evaluation(loaded.partition_key, markdown=report, output=output)
         if junit or summary_md or annotations:
             write_ci_outputs(loaded.partition_key, junit=junit, summary=summary_md,
                              annotations=annotations, config=config, output=output)
-    if full:
+    if full and summary is None:
+        console.print(f"nothing changed since batch {reused.batch_id}: its attempts, executions, grades, "
+                      "diagnoses, scorecard, gate and report are current, so no Dagster run was started "
+                      "and no provider was called (--new-batch evaluates again)")
+    elif full:
         calls = summary.materialized.get("eval_attempts", {}).get("provider_calls", 0)
         kind = loaded.config.generator.kind
         made = (f"the {kind} generator calls no provider" if kind in OFFLINE_GENERATORS

@@ -13,6 +13,7 @@ from sqleval_pipeline.configs import LoadedConfig
 from sqleval_pipeline.generation import make_generator
 from sqleval_pipeline.generation.context import ContextBuilder, cached_catalog
 from sqleval_pipeline.generation.runner import open_batch, run_attempts
+from sqleval_pipeline.golden.model import golden_hash
 from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.pipeline.environment import Environment, Progress, select_cases
 from sqleval_pipeline.pipeline.store import BatchInfo, file_lock
@@ -29,6 +30,26 @@ def record_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo) -> N
     data = {"configuration": loaded.config.model_dump(mode="json"),
             "input_digests": loaded.input_digests}
     env.store.write_json(batch.partition_key, batch.batch_id, INPUTS_FILE, data)
+
+
+def reusable_batch(env: Environment, loaded: LoadedConfig, *, runs: int | None = None,
+                   case_ids: Sequence[str] | None = None, split: str | None = None) -> BatchInfo | None:
+    """The finished batch an evaluation in ``latest`` mode would reuse as it is (complete, not
+    inconclusive, intact, executed under the current guard policy), or None when it would
+    generate, resume, retry or open a new batch. Writes nothing (a damaged batch is left for
+    the evaluation to mark)."""
+    cfg = loaded.config
+    cases = select_cases(env.cases, case_ids=case_ids, split=split)
+    gh, ids, runs = golden_hash(cases), [c.id for c in cases], runs or cfg.runs
+    for b in reversed(env.store.batches(loaded.partition_key)):
+        if b.snapshot_id == env.snapshot_id and b.golden_hash == gh and b.case_ids == ids \
+                and b.runs == runs and b.status != "damaged":
+            ok = (b.status == "complete" and not b.inconclusive
+                  and b.policy_version == env.policy(cfg.guard or None).version
+                  and env.store.artifact(b.partition_key, b.batch_id, bf.ATTEMPTS).exists()
+                  and not env.store.damaged(b))
+            return b if ok else None
+    return None
 
 
 def stage_attempts(env: Environment, loaded: LoadedConfig, *, mode: str = "latest",

@@ -250,6 +250,15 @@ def gate_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo, plan: 
     return inputs_digest(*parts)
 
 
+def gate_is_current(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
+                    *, fail_on_case_regression: bool = False) -> bool:
+    """The stored comparisons and gate were computed from what they would be computed from
+    now (the batch's files, the batches compared with, the decisions, the golden set)."""
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    digest = gate_inputs(env, loaded, batch, _plan(env, loaded, batch), fail_on_case_regression)
+    return derived.reusable(folder, COMPARISONS_FILE, digest) is not None
+
+
 def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
                *, fail_on_case_regression: bool = False) -> GateReport:
     """Every comparison of this batch, gated; written to the batch folder — or the result

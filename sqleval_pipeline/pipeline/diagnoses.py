@@ -12,7 +12,6 @@ from pathlib import Path
 
 from sqleval_pipeline.configs import LoadedConfig
 from sqleval_pipeline.judging.base import JudgeInput, is_failure
-from sqleval_pipeline.judging.llm import LLMJudge
 from sqleval_pipeline.judging.rules import RulesJudge
 from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.pipeline.batch_files import load_artifact, save_artifact
@@ -33,6 +32,9 @@ def judges_for(loaded: LoadedConfig, cache_dir: Path | None = None) -> list:
         return []
     judges: list = [RulesJudge()]
     if cfg.judge == "llm":
+        # heavy and optional: the LLM judge imports the providers' SDKs (anthropic alone takes
+        # ~0.8 s), which a rules-judged evaluation never needs
+        from sqleval_pipeline.judging.llm import LLMJudge
         if not cfg.judge_model:
             raise EvaluationError(f"configuration {cfg.name!r}: judge: llm needs judge_model "
                                   "(pinned, and different from the generating model)")
@@ -40,6 +42,20 @@ def judges_for(loaded: LoadedConfig, cache_dir: Path | None = None) -> list:
                                timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,
                                sees_rows=cfg.judge_sees_rows, cache_dir=cache_dir))
     return judges
+
+
+def diagnoses_are_current(env: Environment, loaded: LoadedConfig, batch: BatchInfo) -> bool:
+    """Every failed attempt has a diagnosis from each of the configuration's judges, made by
+    the judge's current version for the grade as it stands (what :func:`stage_diagnoses`
+    would keep without asking a judge)."""
+    judges = judges_for(loaded, cache_dir=env.store.root / "judge_cache")
+    grades = {g.key: g for g in load_records(env.store.artifact(
+        batch.partition_key, batch.batch_id, bf.GRADES), Grade) if is_failure(g)}
+    stored = load_artifact(env.store.artifact(batch.partition_key, batch.batch_id, bf.DIAGNOSES), Diagnosis)
+    if stored is None:
+        return not grades or not judges
+    have = {(d.judge, d.judge_version, d.key, d.grader_version) for d in stored}
+    return all((j.name, j.version, k, g.grader_version) in have for j in judges for k, g in grades.items())
 
 
 def stage_diagnoses(env: Environment, loaded: LoadedConfig, batch: BatchInfo,

@@ -87,6 +87,12 @@ def stage_executions(env: Environment, loaded: LoadedConfig, batch: BatchInfo,
     return execution_summary(out_path)
 
 
+def executions_are_current(env: Environment, loaded: LoadedConfig, batch: BatchInfo) -> bool:
+    """The batch's executions are stored, under the configuration's current guard policy."""
+    path = env.store.artifact(batch.partition_key, batch.batch_id, bf.EXECUTIONS)
+    return artifact_file(path) is not None and batch.policy_version == env.policy(loaded.config.guard or None).version
+
+
 def load_executions(env: Environment, batch: BatchInfo) -> list[Execution]:
     p = env.store.artifact(batch.partition_key, batch.batch_id, bf.EXECUTIONS)
     return load_artifact(p, Execution) or []

@@ -17,7 +17,7 @@ from sqleval_pipeline.grading.vendor_rows import vendor_fields, with_vendor_rows
 from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.pipeline.environment import Environment, EvaluationError
 from sqleval_pipeline.pipeline.executions import iter_executions
-from sqleval_pipeline.pipeline.records import Grade, RecordWriter, load_records
+from sqleval_pipeline.pipeline.records import Grade, RecordWriter, iter_records, load_records
 from sqleval_pipeline.pipeline.store import BatchInfo
 from sqleval_pipeline.pipeline.streams import MissingExecution, joined
 from sqleval_pipeline.pipeline.suite_checks import Grader, SuiteChecker, grader_for, suite_grade
@@ -59,6 +59,16 @@ def grade_batch(env: Environment, batch: BatchInfo, *, skip_unknown: bool = Fals
                 grader: Grader | None = None, policy: Any = None) -> list[Grade]:
     """Grade every attempt of a stored batch under ``grader`` (writes nothing)."""
     return list(grade_stream(env, batch, skip_unknown=skip_unknown, grader=grader, policy=policy))
+
+
+def grades_are_current(env: Environment, batch: BatchInfo, loaded: LoadedConfig) -> bool:
+    """The batch's stored grades were made by the configuration's current grader (the rules'
+    version and, with the test suite on, the suite's)."""
+    path = env.store.artifact(batch.partition_key, batch.batch_id, bf.GRADES)
+    if not path.exists():
+        return False
+    first = next(iter_records(path, Grade), None)
+    return first is not None and first.grader_version == grader_for(env, loaded.config.test_suite).version
 
 
 def stage_grades(env: Environment, batch: BatchInfo, loaded: LoadedConfig | None = None) -> list[Grade]:

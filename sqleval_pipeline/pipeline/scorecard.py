@@ -70,6 +70,18 @@ def stage_scorecard(env: Environment, loaded: LoadedConfig, batch: BatchInfo):
     return card
 
 
+def scorecard_is_current(env: Environment, loaded: LoadedConfig, batch: BatchInfo) -> bool:
+    """The stored scorecard was made from the batch's current inputs, and its judge's
+    calibration line still says what the human labels say."""
+    folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
+    done = derived.reusable(folder, bf.SCORECARD, scorecard_inputs(env, loaded, batch))
+    if done is None:
+        return False
+    card = load_scorecard(done)
+    return not card.failure_histogram_judge or \
+        card.failure_histogram_calibration == judge_calibration_status(env, card.failure_histogram_judge)
+
+
 def latest_scorecard(env: Environment, partition_key: str):
     """The newest scorecard stored for a configuration version, with its batch."""
     for b in reversed(env.store.batches(partition_key)):

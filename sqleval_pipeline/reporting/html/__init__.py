@@ -56,6 +56,14 @@ def report_inputs(env: Environment, partition_key: str, batch_id: str) -> str:
         stat_fingerprint(stored))
 
 
+def report_is_current(env: Environment, partition_key: str, batch_id: str) -> bool:
+    """The batch's page was made from the inputs it would be made from now."""
+    from sqleval_pipeline.pipeline import derived
+
+    folder = env.store.batch_dir(partition_key, batch_id)
+    return derived.reusable(folder, bf.REPORT, report_inputs(env, partition_key, batch_id)) is not None
+
+
 def batch_report(env: Environment, partition_key: str, batch_id: str) -> Path:
     """The batch's page (``report.html`` in its folder), written unless the page there was
     made from the same inputs (:func:`report_inputs`)."""
@@ -71,4 +79,4 @@ def batch_report(env: Environment, partition_key: str, batch_id: str) -> Path:
     return out
 
 
-__all__ = ["batch_report", "report_inputs", "write_report"]
+__all__ = ["batch_report", "report_inputs", "report_is_current", "write_report"]
