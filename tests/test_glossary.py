@@ -89,3 +89,32 @@ def test_key_terms_compute_what_their_definitions_say(serving_snapshot):
         assert len(window) > 0 and returned > 0  # the checks above compared real, non-empty sets
     finally:
         con.close()
+
+
+def test_a_configuration_version_never_runs_dbt_on_an_edited_project(serving_snapshot, monkeypatch):
+    """The glossary part of a curated configuration's version reads the semantic layer from the
+    manifest of the last parse or build, even when the dbt project was edited since: computing a
+    version never runs dbt (the next `sqleval build` brings both up to date)."""
+    import os
+
+    from sqleval_pipeline import project as project_module
+    from sqleval_pipeline import semantic
+    from sqleval_pipeline.configs import load_config
+    from sqleval_pipeline.warehouse import dbt
+
+    monkeypatch.setenv("SQLEVAL_HOME", str(serving_snapshot.home.root))
+    proj = project_module.load_project(location.REPO_ROOT)
+    manifest = dbt.manifest_path(proj)
+    assert manifest.exists()
+    stat = manifest.stat()
+    calls = []
+    monkeypatch.setattr(dbt, "run_dbt", lambda *a, **k: calls.append(a))
+    semantic._DIGESTS.clear()
+    try:
+        os.utime(manifest, (1, 1))  # older than every file of the dbt project: "edited since"
+        loaded = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml", project=proj)
+        again = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml", project=proj)
+    finally:
+        os.utime(manifest, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert calls == []
+    assert loaded.version == again.version

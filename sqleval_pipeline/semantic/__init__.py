@@ -547,9 +547,10 @@ def project_glossary(project: Any) -> Glossary | None:
     if (project.dbt_project_dir / "dbt_project.yml").exists():
         from sqleval_pipeline.warehouse import dbt  # dbt's manifest helpers: only when the project has dbt
 
-        manifest = dbt.load_manifest(project)
+        manifest_file = dbt.last_manifest(project)
+        manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
         if manifest.get("semantic_models"):
-            served = {r.unique_id: r.name for r in dbt.served_selection(project).served}
+            served = {r.unique_id: r.name for r in dbt.served_selection(project, manifest_file).served}
             built = glossary_from_manifest(manifest, served=served)
             semantic = getattr(built, "glossary", built)
             if isinstance(semantic, tuple):
@@ -565,15 +566,15 @@ _DIGESTS: dict[tuple, str | None] = {}
 
 def _glossary_sources(project: Any) -> tuple:
     """What the effective glossary is read from, by size and time: the project file, its
-    glossary file and (dbt projects) the manifest — brought up to date first, as
-    :func:`project_glossary` would."""
+    glossary file and (dbt projects) the manifest of the last parse or build, as
+    :func:`project_glossary` reads it."""
     paths = [project.file]
     if project.glossary_path is not None:
         paths.append(project.glossary_path)
     if (project.dbt_project_dir / "dbt_project.yml").exists():
         from sqleval_pipeline.warehouse import dbt  # dbt's manifest helpers: only when the project has dbt
 
-        paths.append(dbt.parse(project))
+        paths.append(dbt.last_manifest(project))
     out = []
     for p in paths:
         try:

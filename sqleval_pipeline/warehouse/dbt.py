@@ -202,6 +202,15 @@ def load_manifest(project: Project) -> dict[str, Any]:
     return json.loads(parse(project).read_text())
 
 
+def last_manifest(project: Project) -> Path:
+    """The manifest of the last ``dbt parse`` or ``dbt build`` in the build dir, as it is
+    (parsed only when there is none yet): what a configuration's version reads the semantic
+    layer from, so computing a version never runs dbt on an edited project — the next
+    ``sqleval build`` brings it, and the snapshot, up to date together."""
+    path = manifest_path(project)
+    return path if path.exists() else parse(project)
+
+
 def _relation_key(database: str | None, schema: str | None, name: str | None) -> tuple[str, str, str]:
     return ((database or "").lower(), (schema or "").lower(), (name or "").lower())
 
@@ -304,10 +313,11 @@ def _selected_ids(project: Project, manifest: dict[str, Any]) -> set[str]:
     return ids & models
 
 
-def served_selection(project: Project) -> ServedSelection:
-    """Resolve ``serve.select``/``exclude`` against the project's manifest (cached per
-    manifest and selection, so loading the Dagster definitions does not re-run dbt)."""
-    manifest_file = parse(project)
+def served_selection(project: Project, manifest_file: Path | None = None) -> ServedSelection:
+    """Resolve ``serve.select``/``exclude`` against the project's manifest (``manifest_file``;
+    default: parsed when stale), cached per manifest and selection, so loading the Dagster
+    definitions does not re-run dbt."""
+    manifest_file = manifest_file or parse(project)
     manifest = json.loads(manifest_file.read_text())
     key = hashlib.sha256(json.dumps([manifest_file.stat().st_mtime_ns, manifest_file.stat().st_size,
                                      project.spec.serve.select, project.spec.serve.exclude,
