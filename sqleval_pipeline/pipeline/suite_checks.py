@@ -62,15 +62,19 @@ def suite_root(env: Environment) -> Path:
     return neighbours_root(env.serving.parent, env.snapshot_id)
 
 
-def _digest(path: Path) -> str:
-    """The suite file's digest, with the check's own version (a grade names both)."""
-    return hashlib.sha256(path.read_bytes() + CHECK_VERSION.encode()).hexdigest()[:12]
+def _digest(suite: Suite) -> str:
+    """The digest of what the suite file says (its timings left out: distilling again the same
+    suite gives the same digest), with the check's own version (a grade names both)."""
+    content = json.dumps(suite.data.model_dump(mode="json", exclude={"timings"}), sort_keys=True,
+                         separators=(",", ":"), default=str)
+    return hashlib.sha256((content + CHECK_VERSION).encode()).hexdigest()[:12]
 
 
 def _usable(path: Path) -> SuiteHandle | None:
     """The suite at ``path`` when it loads and every neighbour file is intact."""
     try:
-        handle = SuiteHandle(load_suite(path), path, _digest(path))
+        suite = load_suite(path)
+        handle = SuiteHandle(suite, path, _digest(suite))
         broken = damaged(load_set(path.parent))
     except (SuiteError, NeighbourError, OSError) as exc:
         log.info("test suite %s not reused: %s", path, exc)
@@ -117,14 +121,14 @@ def build_suite(env: Environment, *, progress: Progress | None = None):
     except (SuiteError, NeighbourError) as exc:
         raise EvaluationError(f"the test suite cannot be built: {exc}; fix that, or set "
                               "`test_suite: false` in the configuration to grade on the snapshot alone") from exc
-    write_atomically(root / POINTER_FILE, json.dumps(
-        {"set_id": report.nset.set_id, "golden_hash": golden_hash(env.cases),
-         "suite_digest": _digest(report.path)}, indent=2, sort_keys=True) + "\n")
-    log.info("%s", report.summary())
     handle = _usable(report.path)
     if handle is None:
         raise EvaluationError(f"the test suite just written at {report.path} cannot be read back; "
                               "delete the folder and run again")
+    write_atomically(root / POINTER_FILE, json.dumps(
+        {"set_id": report.nset.set_id, "golden_hash": golden_hash(env.cases),
+         "suite_digest": handle.digest}, indent=2, sort_keys=True) + "\n")
+    log.info("%s", report.summary())
     return handle
 
 

@@ -5,10 +5,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
-from dagster_dbt import DagsterDbtTranslator, dbt_assets
+from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
 
 from sqleval_pipeline.defs.resources import SqlevalHome
-from sqleval_pipeline.defs.warehouse.dbt_resource import OfflineDbtCliResource, dbt_project
+from sqleval_pipeline.defs.warehouse.dbt_resource import dbt_project
 from sqleval_pipeline.project import Project
 from sqleval_pipeline.warehouse import dbt as dbt_core
 
@@ -40,7 +40,7 @@ def build_warehouse_assets(project: Project) -> tuple[list[dg.AssetsDefinition],
 
     @dbt_assets(manifest=prepared.manifest_path, dagster_dbt_translator=translator,
                 name=f"{_ident(project.name)}_dbt_models", project=prepared)
-    def dbt_models(context: dg.AssetExecutionContext, dbt: OfflineDbtCliResource,  # noqa: F811
+    def dbt_models(context: dg.AssetExecutionContext, dbt: DbtCliResource,  # noqa: F811
                    sqleval: SqlevalHome):
         """dbt build of the project: models, seeds, data tests and unit tests. Seeds that a
         model reads through ``source()`` are loaded first (``dbt seed``), since dbt orders

@@ -1,24 +1,13 @@
-"""The dbt CLI resource of the warehouse domain: dbt's version read from the package, the
-project's manifest prepared once per process."""
+"""The dbt CLI resource of the warehouse domain: dagster-dbt's own ``DbtCliResource`` on an
+executable that answers ``dbt --version`` offline (:func:`~sqleval_pipeline.warehouse.dbt.offline_dbt_executable`),
+and the project's manifest prepared once per process."""
 
 from pathlib import Path
 
 from dagster_dbt import DbtCliResource, DbtProject
-from packaging import version
 
 from sqleval_pipeline.project import Project
 from sqleval_pipeline.warehouse import dbt
-
-
-class OfflineDbtCliResource(DbtCliResource):
-    """DbtCliResource that reads dbt's version from the package instead of running
-    ``dbt --version`` (which looks up the latest release online before every command)."""
-
-    @property
-    def _cli_version(self) -> version.Version:  # type: ignore[override]
-        from dbt.version import __version__
-
-        return version.parse(__version__)
 
 
 _prepared: dict[tuple[Path, Path], DbtProject] = {}
@@ -41,8 +30,7 @@ def dbt_project(project: Project) -> DbtProject:
     return _prepared[key]
 
 
-def dbt_resource(project: Project) -> OfflineDbtCliResource:
+def dbt_resource(project: Project) -> DbtCliResource:
     p = dbt_project(project)
-    return OfflineDbtCliResource(project_dir=p, profiles_dir=str(p.profiles_dir),
-                                 profile=p.profile, target=p.target,
-                                 dbt_executable=dbt.dbt_executable())
+    return DbtCliResource(project_dir=p, profiles_dir=str(p.profiles_dir), profile=p.profile, target=p.target,
+                          dbt_executable=str(dbt.offline_dbt_executable(project.home.root / "bin")))
