@@ -171,3 +171,19 @@ def test_a_configuration_can_turn_the_suite_off(env, tmp_path):
     assert {g.grader_version for g in grades} == {GRADER_VERSION}
     assert all(g.suite_check is None and g.snapshot_outcome is None for g in grades)
     assert res_off.scorecard.test_suite is None
+
+
+def test_the_diff_and_the_gate_compare_suite_accuracy(env):
+    """The declared baseline is re-graded under the candidate's grader when needed, and the
+    gate compares the accuracies on the suite (what each scorecard's accuracy is)."""
+    raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
+    cur = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
+    base = cmp.evaluate(env, raw)
+    res = cmp.evaluate(env, cur)
+    assert cur.config.baseline == raw.config.name
+    comparison = next(c for c in res.report.comparisons if c.kind == "baseline")
+    assert res.scorecard.test_suite is not None and base.scorecard.test_suite is not None
+    assert comparison.candidate_accuracy == pytest.approx(res.scorecard.test_suite.suite_accuracy.value)
+    assert comparison.baseline_accuracy == pytest.approx(base.scorecard.test_suite.suite_accuracy.value)
+    assert res.diff is not None and res.diff.baseline_grader_version == res.diff.candidate_grader_version
+    assert "+suite-" in res.diff.candidate_grader_version
