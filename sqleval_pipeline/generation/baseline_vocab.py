@@ -13,7 +13,8 @@ curation on, like the glossary, so the raw baseline sees names, types and values
   (``daily``, ``summary`` …), last word singular: ``fct_order_items`` → "order item",
   ``policies`` → "policy". Curated: a description "One row per <phrase>" adds <phrase>.
   Aggregates count nothing; a noun shared by two tables belongs to the preferred one.
-* **Keys**: columns ending ``_id``/``_key``/``_cd``/``_code``/``_sk`` (or ``id``). The primary
+* **Keys**: :func:`~sqleval_pipeline.warehouse.roles.is_key` (``id``, ``*_id``, ``*_key``,
+  ``*_sk``, ``*_pk``, ``*_fk``, ``*_cd``, ``*_code``). The primary
   key is the one named after the entity (``order_id`` for "order"), else a key first column.
   A key of T that is U's primary key is a foreign key: T joins U on it, many-to-one only, so
   a join never multiplies the rows counted; paths are shortest-first.
@@ -28,7 +29,8 @@ curation on, like the glossary, so the raw baseline sees names, types and values
 * **Time column**: a DATE (then TIMESTAMP, compared as its date) column named after the
   entity, else the first; a question using another date column's own words ("signed up" ~
   ``signup_date``) picks it; a glossary metric's ``time_column`` wins.
-* **Measures**: numeric non-key columns. **Values**: samples of categorical text columns.
+* **Measures**: :func:`~sqleval_pipeline.warehouse.roles.is_measure` (numeric, not a key, not a
+  labelling number such as a year or a zip code). **Values**: samples of categorical text columns.
 """
 
 from __future__ import annotations
@@ -40,16 +42,16 @@ from functools import lru_cache
 
 from sqleval_pipeline.generation.context import Column, SchemaCatalog
 from sqleval_pipeline.glossary import Glossary, Term
+from sqleval_pipeline.warehouse import roles
+from sqleval_pipeline.warehouse.roles import is_key, is_measure, key_stem
 
 ROLE_PREFIXES = (("fct_", "fact"), ("fact_", "fact"), ("dim_", "dim"), ("mart_", "agg"),
                  ("agg_", "agg"), ("rpt_", "agg"), ("stg_", ""), ("int_", ""))
 ROLE_RANK = {"fact": 0, "dim": 1, "agg": 2}
 AGG_WORDS = {"daily", "weekly", "monthly", "quarterly", "yearly", "annual", "summary", "agg",
              "aggregate", "totals", "rollup", "by"}
-KEY_SUFFIXES = ("_id", "_key", "_cd", "_code", "_sk")
 LABEL_SUFFIXES = {"name", "code", "cd", "id", "label", "desc"}
 PROSE_WORDS = {"description", "desc", "comment", "comments", "note", "notes", "text", "body"}
-NUMERIC = ("INT", "DECIMAL", "NUMERIC", "DOUBLE", "FLOAT", "REAL")
 QUANTITY_WORDS = {"unit", "units", "quantity", "qty"}
 TIME_GENERIC = {"date", "ts", "time", "timestamp", "at", "on", "dt", "day"}
 # verbs that say a row was *created*: as a status value they only filter when attributive
@@ -92,21 +94,16 @@ def words(name: str) -> list[str]:
     return [w for w in re.split(r"[_\W]+", name.lower()) if w]
 
 
-def is_key(name: str) -> bool:
-    n = name.lower()
-    return n == "id" or n.endswith(KEY_SUFFIXES)
-
-
 def is_numeric(c: Column) -> bool:
-    return any(x in c.type.upper() for x in NUMERIC)
+    return roles.is_numeric(c.type)
 
 
 def is_time(c: Column) -> bool:  # DATE, TIMESTAMP, TIMESTAMP WITH TIME ZONE …
-    return c.type.upper().startswith(("DATE", "TIMESTAMP"))
+    return roles.is_time(c.type)
 
 
 def is_text(c: Column) -> bool:
-    return c.type.upper().startswith(("VARCHAR", "TEXT", "STRING", "ENUM", "CHAR"))
+    return roles.is_text(c.type)
 
 
 def is_prose(c: Column) -> bool:
@@ -246,8 +243,7 @@ class Vocabulary:
         tv = TableVocab(name, role or "", entity, cols)
         stem = "_".join(ws)
         keys = [c for c in cols if is_key(c)]
-        tv.pk = next((c for c in keys if c.lower() == "id" or
-                      re.sub(r"_(id|key|cd|code|sk)$", "", c.lower()) == stem), None)
+        tv.pk = next((c for c in keys if c.lower() == "id" or key_stem(c) == stem), None)
         if tv.pk is None and columns and is_key(columns[0].name):
             tv.pk = columns[0].name
         ent = set(ws)
@@ -257,7 +253,7 @@ class Vocabulary:
         tv.time_cols = [c.name for c in dates]
         tv.month_col = next((c.name for c in columns if is_time(c) and "month" in words(c.name)),
                             None)
-        tv.numeric = [c.name for c in columns if is_numeric(c) and not is_key(c.name)]
+        tv.numeric = [c.name for c in columns if is_measure(c.name, c.type)]
         return tv
 
     def _keys_and_roles(self) -> None:

@@ -4,7 +4,8 @@ definitions (glossary terms), never from table names.
 
 * **measures**: every glossary ``metric`` term whose SQL reads only columns of the table (its
   ``filter`` kept); ``count(*)``; ``sum`` (``avg`` for prices, rates, ages, days …) of every
-  numeric column that is not a key; ``count(DISTINCT x)`` of every other ``*_id`` column. A
+  measure column (:func:`~sqleval_pipeline.warehouse.roles.is_measure`: numeric, not a key,
+  not a year or a zip code); ``count(DISTINCT x)`` of every other ``*_id`` column. A
   metric that spans tables (scalar subqueries) is a measure of no table
   (:attr:`Vocabulary.scalars`).
 * **dimensions**: text columns with a few distinct values (the catalog lists their values,
@@ -23,15 +24,13 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
+from sqleval_pipeline.dialect.tables import table_names
 from sqleval_pipeline.generation.context import SchemaCatalog, TableInfo
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.glossary import Glossary, Term
+from sqleval_pipeline.warehouse.roles import is_id_reference, is_measure
 
-_NUMERIC = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|"
-                      r"UBIGINT|UHUGEINT|FLOAT|REAL|DOUBLE|DECIMAL.*|NUMERIC.*)$")
 _TIME = re.compile(r"^(DATE|TIMESTAMP.*)$")
-_KEY = re.compile(r"(^id$|_id$|_key$|_sk$|_pk$|_fk$|_cd$|_code$|_no$|_number$|zip|postal|phone|"
-                  r"year$|month$|^month|^year)")
 _AVERAGED = re.compile(r"(price|rate|ratio|pct|percent|score|age|days|duration|avg|mean|term)")
 _CLOCK = re.compile(r"\b(current_date|current_timestamp|now|today|localtimestamp|"
                     r"get_current_time|current_time)\b", re.IGNORECASE)
@@ -204,7 +203,7 @@ def _table(t: TableInfo, terms: list[Term]) -> TableVocabulary:
     first = t.columns[0].name if t.columns else None
     for c in t.columns:
         name = c.name
-        if _NUMERIC.match(c.type) and not _KEY.search(name.lower()):
+        if is_measure(name, c.type):
             how = "avg" if _AVERAGED.search(name.lower()) else "sum"
             sql = f"{how}({ident(name)})"
             if sql.lower() not in seen_sql:
@@ -212,7 +211,7 @@ def _table(t: TableInfo, terms: list[Term]) -> TableVocabulary:
                 lead = "average" if how == "avg" else "total"
                 label = base if base.startswith(lead + " ") else f"{lead} {base}"
                 v.measures.append(Measure(label, sql, f"{how}_{snake(name)}"[:60], how))
-        elif name.lower().endswith("_id") and name != first:
+        elif is_id_reference(name) and name != first:
             ref = words(name[:-3])
             v.measures.append(Measure(f"number of distinct {plural(ref)}",
                                       f"count(DISTINCT {ident(name)})",
@@ -224,7 +223,7 @@ def _table(t: TableInfo, terms: list[Term]) -> TableVocabulary:
             dim_labels.setdefault(term.sql.lower(), words(term.term))
     for c in t.columns:
         low = c.name.lower()
-        if c.type == "VARCHAR" and len(c.samples) >= 2 and not low.endswith("_id") and \
+        if c.type == "VARCHAR" and len(c.samples) >= 2 and not is_id_reference(low) and \
                 all(len(s) <= MAX_DIMENSION_VALUE for s in c.samples):
             v.dimensions.append(Dimension(c.name, dim_labels.get(low, words(c.name)),
                                           tuple(c.samples)))
@@ -247,9 +246,10 @@ def _table(t: TableInfo, terms: list[Term]) -> TableVocabulary:
 
 
 def _tables_of(sql: str) -> set[str]:
+    """The base tables a reference reads (CTEs resolved per scope: dialect/tables.py)."""
     try:
-        return {t.name.lower() for t in sqlglot.parse_one(sql, read="duckdb").find_all(exp.Table)}
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return table_names(sqlglot.parse_one(sql, read="duckdb"))
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, RecursionError):
         return set()
 
 

@@ -15,6 +15,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from sqleval_pipeline.dialect.tables import table_refs
 from sqleval_pipeline.guard.bounds import GUARD_DIALECT, check_tokens
 
 
@@ -35,7 +36,8 @@ def _unquote(part: str) -> str:
 
 
 def referenced_tables(sql: str) -> list[tuple[str | None, str | None, str]]:
-    """``(catalog, schema, name)`` of every table reference in ``sql`` (CTE names excluded).
+    """``(catalog, schema, name)`` of every table reference in ``sql`` (CTE references excluded,
+    per scope: :func:`~sqleval_pipeline.dialect.tables.table_refs`).
 
     Parsed with sqlglot (every statement; SQL in string arguments of ``query()`` /
     ``json_serialize_sql()`` and names given to ``query_table()`` included); text sqlglot
@@ -53,17 +55,13 @@ def referenced_tables(sql: str) -> list[tuple[str | None, str | None, str]]:
         return _scan(sql)
     out: list[tuple[str | None, str | None, str]] = []
     for stmt in statements:
-        ctes = {c.alias_or_name.lower() for c in stmt.find_all(exp.CTE)}
+        try:  # tables by sqlglot's scopes (dialect/tables.py), DDL and DML targets included
+            out += [r.parts for r in table_refs(stmt) if r.name]
+        except RecursionError:
+            return _scan(sql)
         for node in stmt.walk():
             if isinstance(node, exp.Command):
                 out += _scan(node.sql(dialect="duckdb"))
-            elif isinstance(node, exp.Table):
-                if not isinstance(node.this, exp.Identifier) or isinstance(node.parent, exp.UserDefinedFunction):
-                    continue
-                name, db, catalog = node.name, node.db or None, node.catalog or None
-                if not name or (db is None and catalog is None and name.lower() in ctes):
-                    continue
-                out.append((catalog, db, name))
             elif isinstance(node, exp.Func):
                 fname = node.name.lower() if isinstance(node, exp.Anonymous) else ""
                 args = [a for a in node.expressions] if isinstance(node, exp.Anonymous) else []

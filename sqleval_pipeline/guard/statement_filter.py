@@ -48,7 +48,7 @@ reason                     when
 Node types are *allowlisted*: the root must be a SELECT or a set operation, and every node in
 the tree must be an expression (:class:`sqlglot.exp.Condition`, which includes functions,
 columns, literals and operators) or one of a fixed set of query-structure nodes. Tables are
-resolved per scope (:func:`sqlglot.optimizer.scope.traverse_scope`): a CTE name is valid only
+resolved per scope (:func:`sqleval_pipeline.dialect.tables.table_refs`): a CTE name is valid only
 in the scopes that can see it, and a non-recursive CTE referring to its own name reads the
 *outside* table, as DuckDB does. Identifiers are compared lower-cased, because DuckDB matches
 them case-insensitively even when quoted.
@@ -75,8 +75,8 @@ from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.scope import traverse_scope
 
+from sqleval_pipeline.dialect.tables import ScopeError, table_refs
 from sqleval_pipeline.guard._names import function_names
 from sqleval_pipeline.guard.bounds import GUARD_DIALECT, check_tokens, may_read_clock
 from sqleval_pipeline.guard.budget import BUDGET_REASON, FILTER_BUDGET_S, Budget, BudgetExceeded
@@ -369,36 +369,18 @@ class StatementFilter:
     # ---------------------------------------------------------------- tables
 
     def _resolve_tables(self, root: exp.Expression, budget: Budget) -> set[str]:
-        all_tables = list(root.find_all(exp.Table))
-        series: set[int] = set()
-        for t in all_tables:  # table functions / string tables first: clearest reason
+        for t in root.find_all(exp.Table):  # table functions / string tables first: clearest reason
             if not isinstance(t.this, exp.Identifier):
                 self._check_series(t.this)
-                series.add(id(t))
         budget.check("series")
-        try:
-            scopes = list(traverse_scope(root))
-        except RecursionError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - fail closed
+        try:  # CTEs resolved per scope (dialect/tables.py); the budget checked at each scope
+            refs = table_refs(root, functions=True, strict=True, tick=lambda: budget.check("tables"))
+        except ScopeError as exc:  # fail closed
             raise Refusal("scope_error", f"The query's scopes could not be analysed: {_short(str(exc))}.") from None
-        seen: set[int] = set()
-        read: set[str] = set()
-        for scope in scopes:
-            budget.check("tables")
-            visible_ctes = {name.lower(): s for name, s in scope.cte_sources.items()}
-            for table in scope.tables:
-                seen.add(id(table))
-                if id(table) in series:
-                    continue  # range / generate_series, checked above
-                name = table.name.lower()
-                qualified = bool(table.args.get("db") or table.args.get("catalog"))
-                if not qualified and name in visible_ctes and not _self_reference(table, name):
-                    continue  # a CTE visible in this scope
-                read.add(self._check_table(table))
-        missing = [t for t in all_tables if id(t) not in seen]
+        read = {self._check_table(r.node) for r in refs if r.scoped and not r.function}
+        missing = [r for r in refs if not r.scoped]
         if missing:
-            raise Refusal("unresolved_table", f"The table reference {_short(missing[0].sql(dialect='duckdb'))} "
+            raise Refusal("unresolved_table", f"The table reference {_short(missing[0].node.sql(dialect='duckdb'))} "
                                               "could not be resolved to a scope.")
         return read
 
@@ -450,20 +432,6 @@ def _verdict_bytes(key: bytes, v: FilterVerdict) -> int:
     strings; the detail dict measured): cheaper than :func:`~.lru.deep_size` on every miss."""
     strings = [v.reason or "", v.message or "", *v.tables, *v.clock_calls]
     return 700 + len(key) + sum(80 + 4 * len(x) for x in strings) + (deep_size(v.detail) if v.detail else 0)
-
-
-def _self_reference(table: exp.Table, name: str) -> bool:
-    """True when ``table`` sits inside the body of a non-recursive CTE of the same name.
-
-    DuckDB then reads the *outside* object of that name (a table or a file), not the CTE.
-    """
-    node = table.parent
-    while node is not None:
-        if isinstance(node, exp.CTE) and node.alias_or_name.lower() == name:
-            with_ = node.parent
-            return not (isinstance(with_, exp.With) and with_.args.get("recursive"))
-        node = node.parent
-    return False
 
 
 def _is_string_table(table: exp.Table) -> bool:

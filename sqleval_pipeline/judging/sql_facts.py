@@ -55,6 +55,8 @@ from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
+from sqleval_pipeline.dialect.tables import TableRef, scope_tables
+
 __all__ = ["Facts", "facts", "ParseFailure", "TIME_WORDS", "is_time", "words", "clause_at",
            "clause_of_name", "CLAUSE_CATEGORY"]
 
@@ -228,8 +230,7 @@ def _key(node: exp.Expression) -> str:
 
 
 class _Reader:
-    def __init__(self, tree: exp.Expression):
-        self.cte_names = {c.alias_or_name for c in tree.find_all(exp.CTE)}
+    def __init__(self):
         self.tables: set[str] = set()
         self.links: set[frozenset[str]] = set()
         self.join_keys: set[frozenset[str]] = set()
@@ -240,14 +241,21 @@ class _Reader:
         self.filter_columns: dict[str, frozenset[Ref]] = {}
         self.roles: dict[str, set[Ref]] = {}
         self.sources: dict[str, str] = {}
+        self._own: dict[int, dict[str, TableRef]] = {}
+
+    def own(self, scope: Scope) -> dict[str, TableRef]:
+        """The base tables ``scope`` reads, by alias (dialect/tables.py: CTEs resolved per scope)."""
+        if id(scope) not in self._own:
+            self._own[id(scope)] = scope_tables(scope)
+        return self._own[id(scope)]
 
     def table_of(self, scope: Scope, col: exp.Column) -> str | None:
+        own = self.own(scope)
         if col.table:
-            src = scope.sources.get(col.table)
-            return src.name if isinstance(src, exp.Table) and src.name not in self.cte_names else None
-        tables = [s for s in scope.sources.values() if isinstance(s, exp.Table)]
-        if len(scope.sources) == 1 and len(tables) == 1 and tables[0].name not in self.cte_names:
-            return tables[0].name
+            ref = own.get(col.table)
+            return ref.name if ref is not None else None
+        if len(scope.sources) == 1 and len(own) == 1:
+            return next(iter(own.values())).name
         return None
 
     def refs(self, scope: Scope, node: exp.Expression) -> set[Ref]:
@@ -259,8 +267,8 @@ class _Reader:
 
     def read(self, scope: Scope) -> None:
         sel = scope.expression
-        own = {k: v.name for k, v in scope.sources.items()
-               if isinstance(v, exp.Table) and v.name not in self.cte_names}
+        owned = self.own(scope)
+        own = {k: r.name for k, r in owned.items()}
         self.tables.update(own.values())
         for alias, name in own.items():
             self.sources.setdefault(alias.lower(), name.lower())
@@ -270,10 +278,10 @@ class _Reader:
         projections = list(sel.expressions)
         from_ = sel.args.get("from_") or sel.args.get("from")
         base = from_.this if from_ is not None else None
-        base_name = base.name if isinstance(base, exp.Table) and base.name not in self.cte_names else None
+        base_name = _base_name(base, owned)
         before = [base_name] if base_name else []
         for join in sel.args.get("joins") or []:
-            right = join.this.name if isinstance(join.this, exp.Table) else None
+            right = _base_name(join.this, owned)
             on, using = join.args.get("on"), join.args.get("using")
             if using:
                 self.join_keys.add(frozenset(u.name for u in using))
@@ -316,6 +324,15 @@ class _Reader:
                 self.note("filter", refs)
 
 
+def _base_name(node: exp.Expression | None, refs: dict[str, TableRef]) -> str | None:
+    """The base table ``node`` (a FROM or JOIN item) reads; None for a CTE, a derived table or
+    a table function."""
+    if not isinstance(node, exp.Table):
+        return None
+    ref = refs.get(node.alias_or_name)
+    return ref.name if ref is not None and ref.node is node else None
+
+
 def _limit(tree: exp.Expression) -> int | None:
     limit = tree.args.get("limit")
     if isinstance(limit, exp.Limit) and isinstance(limit.expression, exp.Literal):
@@ -339,7 +356,7 @@ def facts(sql: str) -> Facts:
     functions = frozenset((f.name if isinstance(f, exp.Anonymous) else f.sql_name()).lower()
                           for f in tree.find_all(exp.Func))
     tree = tree.transform(_debare)
-    reader = _Reader(tree)
+    reader = _Reader()
     for scope in traverse_scope(tree):
         reader.read(scope)
     outer = tree if isinstance(tree, exp.Select) else next(tree.find_all(exp.Select), None)

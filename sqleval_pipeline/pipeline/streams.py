@@ -13,11 +13,12 @@ execution once and each reuse with the attempt it came from (``same_sql_as``).
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from sqleval_pipeline.guard.lru import LRU
 from sqleval_pipeline.pipeline.records import Attempt, Execution, iter_records
 from sqleval_pipeline.errors import SqlevalError
 
@@ -57,34 +58,33 @@ class MissingExecution(SqlevalError, LookupError):
 
 
 class _Memo:
-    """In-flight and finished executions by SQL text, bounded by the cells they hold."""
+    """In-flight and finished executions by SQL text. In-flight ones are kept until they
+    settle (at most the stream's window); finished ones go to an :class:`~.guard.lru.LRU`
+    bounded in entries and in the cells their results hold (plus the LRU's 100 per entry)."""
 
     def __init__(self, max_cells: int = 2_000_000, max_entries: int = 8192):
-        self._d: OrderedDict[str, tuple[Future, dict]] = OrderedDict()
-        self.cells = 0
-        self.max_cells, self.max_entries = max_cells, max_entries
+        self._inflight: dict[str, tuple[Future, dict]] = {}
+        self._done: LRU[str, tuple[Future, dict]] = LRU(max_entries, max_bytes=max_cells,
+                                                         weigh=lambda _sql, entry: _cells(entry[0]))
 
     def get(self, sql: str):
-        found = self._d.get(sql)
-        if found is not None:
-            self._d.move_to_end(sql)
-        return found
+        found = self._inflight.get(sql)
+        return found if found is not None else self._done.get(sql)
 
     def put(self, sql: str, fut: Future, first: dict) -> None:
-        self._d[sql] = (fut, first)
+        self._inflight[sql] = (fut, first)
 
-    def settled(self, result) -> None:
-        """Account for a finished result; drop the oldest finished entries over budget."""
-        rs = getattr(result, "result", None)
-        self.cells += len(rs.rows) * max(1, len(rs.columns)) if rs is not None else 1
-        while (self.cells > self.max_cells or len(self._d) > self.max_entries) and self._d:
-            sql, (fut, _first) = next(iter(self._d.items()))
-            if not fut.done():
-                break
-            del self._d[sql]
-            old = fut.result()
-            ors = getattr(old, "result", None)
-            self.cells -= len(ors.rows) * max(1, len(ors.columns)) if ors is not None else 1
+    def settled(self, sql: str) -> None:
+        """Move a finished execution to the bounded LRU (dropping the least recently used
+        ones over budget)."""
+        entry = self._inflight.pop(sql, None)
+        if entry is not None:
+            self._done.put(sql, entry)
+
+
+def _cells(fut: Future) -> int:
+    rs = getattr(fut.result(), "result", None)
+    return len(rs.rows) * max(1, len(rs.columns)) if rs is not None else 1
 
 
 def execute_stream(todo: Iterable[Attempt], guard, *, workers: int, dialect: str | None = None,
@@ -108,14 +108,14 @@ def execute_stream(todo: Iterable[Attempt], guard, *, workers: int, dialect: str
         return {"config_version": a.config_version, "case_id": a.case_id, "run_index": a.run_index}
 
     def finish(item) -> Execution:
-        a, (executed, rewrites), fut, first = item
+        a, (executed, rewrites), fut, first, sql = item
         if fut is None:  # transpile failure: made without the guard
             return executed
         res = fut.result()
         if first is not None:
             guard.log_reuse(res, {**key_of(a), "same_sql_as": first})
         else:
-            memo.settled(res)
+            memo.settled(sql)
         ex = res.to_execution(a.config_version, a.case_id, a.run_index)
         if executed:
             return ex.model_copy(update={"executed_sql": executed, "rewrites": rewrites})
@@ -135,16 +135,16 @@ def execute_stream(todo: Iterable[Attempt], guard, *, workers: int, dialect: str
                                     error_code="transpile_failed",
                                     error_message=f"cannot transpile from {dialect} "
                                                   f"({exc.reason}): {exc}")
-                    window.append((a, (err, []), None, None))
+                    window.append((a, (err, []), None, None, None))
                     sql = None
             if sql is not None:
                 found = memo.get(sql)
                 if found is not None:
-                    window.append((a, (executed, rewrites), found[0], found[1]))
+                    window.append((a, (executed, rewrites), found[0], found[1], sql))
                 else:
                     fut = pool.submit(guard.execute, sql, log_extra=key_of(a))
                     memo.put(sql, fut, key_of(a))
-                    window.append((a, (executed, rewrites), fut, None))
+                    window.append((a, (executed, rewrites), fut, None, sql))
             while len(window) > 4 * max(1, workers):
                 yield finish(window.popleft())
                 if on_done:

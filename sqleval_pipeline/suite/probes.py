@@ -30,7 +30,10 @@ from typing import Any
 import duckdb
 import sqlglot
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.scope import traverse_scope
 
+from sqleval_pipeline.dialect.tables import scope_tables
 from sqleval_pipeline.guard.clock import pin_clock
 from sqleval_pipeline.results import encode_value
 
@@ -112,16 +115,26 @@ def sources_of(select: exp.Select, served: Mapping[str, Any]) -> list[tuple[str,
     if from_ is None:
         return None
     nodes = [from_.this, *(j.this for j in select.args.get("joins") or [])]
-    cte_names = {c.alias_or_name.lower() for c in select.find_all(exp.CTE)}
+    base = _base_tables(select)
     out = []
     for node in nodes:
-        if not isinstance(node, exp.Table) or node.name.lower() in cte_names:
+        if not isinstance(node, exp.Table) or id(node) not in base:
             return None
         name = next((t for t in served if t.lower() == node.name.lower()), None)
         if name is None:
             return None
         out.append((node.alias_or_name, name))
     return out
+
+
+def _base_tables(select: exp.Select) -> set[int]:
+    """Ids of the base-table nodes ``select``'s own scope reads, CTEs resolved per scope in the
+    statement it belongs to (dialect/tables.py); empty when the scopes cannot be built."""
+    try:
+        scope = next((s for s in traverse_scope(select.root()) if s.expression is select), None)
+    except (SqlglotError, RecursionError, KeyError, ValueError):
+        return set()
+    return {id(r.node) for r in scope_tables(scope).values()} if scope is not None else set()
 
 
 def column_tables(col: exp.Column, sources: Sequence[tuple[str, str]],

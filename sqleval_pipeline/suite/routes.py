@@ -43,6 +43,8 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
+from sqleval_pipeline.dialect.tables import scope_tables
+
 
 class Routes:
     """The served schema and the relationships tests the neighbours keep (see module doc)."""
@@ -63,9 +65,8 @@ class Routes:
 
     @staticmethod
     def _tables(scope: Scope) -> dict[str, str]:
-        """The scope's sources that are tables: alias -> table name (lower case)."""
-        return {alias: src.name.lower() for alias, (_node, src) in scope.selected_sources.items()
-                if isinstance(src, exp.Table)}
+        """The scope's base tables: alias -> table name (lower case; dialect/tables.py)."""
+        return {alias: ref.key for alias, ref in scope_tables(scope).items()}
 
     def read_tables(self, sql: str) -> set[str] | None:
         """Every table ``sql`` reads, in any scope; None when it cannot be parsed."""
