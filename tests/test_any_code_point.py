@@ -53,7 +53,7 @@ def test_visible_leaves_no_raw_control_in_a_report(text):
     assert printable in out.replace("\\u", "") or all(c in out for c in printable)
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sql=TEXT, message=TEXT)
 def test_records_journal_and_record_files_survive_any_text(tmp_path, sql, message):
     sql = "SELECT " + sql

@@ -390,14 +390,14 @@ def test_failures_are_diagnosed_and_judges_calibrated_against_labels(env):
 
 
 def test_diagnoses_are_kept_per_grader_version_and_only_for_what_still_fails(env):
-    from sqleval_pipeline.grading import GRADER_VERSION
+    from sqleval_pipeline.pipeline.suite_checks import grader_for
     from sqleval_pipeline.pipeline.records import Diagnosis, save_records
 
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     res = cmp.evaluate(env, raw, case_ids=["com-008", "com-001"])
     folder = env.store.batch_dir(raw.partition_key, res.batch.batch_id)
     diags = load_records(folder / "diagnoses.parquet", Diagnosis)
-    assert diags and all(d.grader_version == GRADER_VERSION for d in diags)
+    assert diags and all(d.grader_version == grader_for(env).version for d in diags)
     # a stored verdict made for another grader's grade, and one for an attempt that passes:
     # neither is reused — the first is made again, the second dropped
     passing = next(g for g in load_records(folder / "grades.parquet", Grade) if g.outcome == "CORRECT")
@@ -408,7 +408,7 @@ def test_diagnoses_are_kept_per_grader_version_and_only_for_what_still_fails(env
     again = ev.stage_diagnoses(env, raw, res.batch)
     assert {d.key for d in again} == {d.key for d in diags}
     assert not any(d.explanation in ("stale", "ghost") for d in again)
-    assert all(d.grader_version == GRADER_VERSION for d in again)
+    assert all(d.grader_version == grader_for(env).version for d in again)
 
 
 def test_a_model_backed_configuration_runs_end_to_end_against_a_loopback_provider(env, tmp_path, monkeypatch):
