@@ -108,10 +108,6 @@ class BatchInfo(BaseModel):
         return self.status == "complete" and share is not None and share > INCONCLUSIVE_ERROR_SHARE
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    write_atomically(path, text)
-
-
 @contextmanager
 def file_lock(path: Path) -> Iterator[None]:
     """An exclusive lock on ``path`` (created when missing), across threads and processes:
@@ -187,7 +183,7 @@ class Store:
         except OSError:
             unchanged = False
         if not unchanged:  # a stage that changed nothing (a re-run) leaves the manifest alone
-            atomic_write_text(path, text)
+            write_atomically(path, text)
         return entries
 
     def damaged(self, info: BatchInfo) -> list[str]:
@@ -277,7 +273,7 @@ class Store:
         return bs[-1] if bs else None
 
     def write_batch(self, info: BatchInfo) -> None:
-        atomic_write_text(self.batch_dir(info.partition_key, info.batch_id) / bf.BATCH,
+        write_atomically(self.batch_dir(info.partition_key, info.batch_id) / bf.BATCH,
                           info.model_dump_json(indent=2))
 
     def artifact(self, partition_key: str, batch_id: str, name: str) -> Path:
@@ -285,5 +281,5 @@ class Store:
 
     def write_json(self, partition_key: str, batch_id: str, name: str, data: Any) -> Path:
         p = self.artifact(partition_key, batch_id, name)
-        atomic_write_text(p, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        write_atomically(p, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
         return p

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from sqleval_pipeline.pipeline.casefile import CaseDetail, batch_details, check_partition
 from sqleval_pipeline.pipeline.environment import Environment, EvaluationError
 from sqleval_pipeline.scoring.scorecard import CaseResult
-from sqleval_pipeline.pipeline.store import atomic_write_text
+from sqleval_pipeline.textfiles import write_atomically
 from sqleval_pipeline.textfiles import atomic_path
 
 FORMAT = "sqleval.export/1"
@@ -112,7 +112,7 @@ def export(env: Environment, partition_keys: Sequence[str] | None, out_dir: Path
         table = pa.Table.from_pylist(rows, schema=SCHEMA)
         with atomic_path(folder / "cases.parquet") as tmp:
             pq.write_table(table, tmp)
-        atomic_write_text(folder / "cases.jsonl", "".join(
+        write_atomically(folder / "cases.jsonl", "".join(
             json.dumps(r, ensure_ascii=False, sort_keys=False) + "\n" for r in rows))
         files = [folder / "scorecard.json", folder / "cases.parquet", folder / "cases.jsonl"]
         written += files
@@ -124,7 +124,7 @@ def export(env: Environment, partition_keys: Sequence[str] | None, out_dir: Path
                                    "method": acc.ci.method if acc.ci else None},
                       "clusters": card.cluster_note()})
     manifest = out_dir / "export.json"
-    atomic_write_text(manifest, json.dumps({
+    write_atomically(manifest, json.dumps({
         "format": FORMAT, "created_at": (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
         "snapshot_id": env.snapshot_id, "evaluations": index,
         # batches left out because their batch.json cannot be read (each named, with why)

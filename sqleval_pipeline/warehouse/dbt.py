@@ -29,6 +29,7 @@ import yaml
 
 from sqleval_pipeline.project import Project, ProjectError
 from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.textfiles import atomic_path
 
 DBT_ENV = {"DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1"}
 
@@ -58,11 +59,9 @@ def offline_dbt_executable(bin_dir: Path) -> Path:
               f'exec "{real}" "$@"\n')
     path = bin_dir / "dbt"
     if not path.exists() or path.read_text(encoding="utf-8") != script:
-        bin_dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(script, encoding="utf-8")
-        tmp.chmod(0o755)
-        tmp.replace(path)
+        with atomic_path(path) as tmp:  # executable before it is in place
+            tmp.write_text(script, encoding="utf-8")
+            tmp.chmod(0o755)
     return path
 
 

@@ -21,9 +21,9 @@ def judge_calibration(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     env = sqleval.environment()
     report = ev.calibration_report(env)
     if report is not None:
-        from sqleval_pipeline.pipeline.store import atomic_write_text
+        from sqleval_pipeline.textfiles import write_atomically
 
-        atomic_write_text(ev.calibration_path(env), report.model_dump_json(indent=2) + "\n")
+        write_atomically(ev.calibration_path(env), report.model_dump_json(indent=2) + "\n")
     if report is None:
         yield dg.MaterializeResult(metadata={"labels": 0})
         yield dg.AssetCheckResult(check_name="judges_calibrated", passed=False,

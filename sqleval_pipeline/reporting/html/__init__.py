@@ -27,10 +27,10 @@ def write_report(env: Environment, partition_keys: Sequence[str] | None, out_pat
     nothing to report."""
     from sqleval_pipeline.reporting.html.collect import collect
     from sqleval_pipeline.reporting.html.page import render_report
-    from sqleval_pipeline.pipeline.store import atomic_write_text
+    from sqleval_pipeline.textfiles import write_atomically
 
     out_path = Path(out_path)
-    atomic_write_text(out_path, render_report(collect(env, partition_keys or None)))
+    write_atomically(out_path, render_report(collect(env, partition_keys or None)))
     return out_path
 
 

@@ -278,7 +278,7 @@ def render_evidence(ev: Evidence) -> str:
 
 def write_evidence(env: Environment, out_path: Path) -> Path:
     """The evidence pack as one self-contained HTML file at ``out_path``."""
-    from sqleval_pipeline.pipeline.store import atomic_write_text
+    from sqleval_pipeline.textfiles import write_atomically
 
-    atomic_write_text(Path(out_path), render_evidence(collect_evidence(env)))
+    write_atomically(Path(out_path), render_evidence(collect_evidence(env)))
     return Path(out_path)
