@@ -266,6 +266,18 @@ def scorecard_metadata(card) -> dict[str, object]:
     meta["design effect"] = f"{card.power.design_effect}: {card.power.design_effect_method}"
     meta["slices"] = (len(card.by_difficulty) + len(card.by_band) + len(card.by_tag)
                       + sum(len(v) for v in card.by_facet.values()))
+    t = card.test_suite
+    if t is None:
+        meta["test suite"] = "not used: graded on the pinned snapshot alone"
+    else:  # accuracy above is on the suite; what the snapshot alone says, beside it
+        snap = t.snapshot_accuracy
+        meta["accuracy on the snapshot alone (%)"] = pct(snap.value)
+        meta["accuracy on the snapshot alone interval (95%)"] = _interval(snap.ci) or "n/a"
+        meta["accidental matches"] = t.n_accidental
+        meta["accidental match cases"] = dg.MetadataValue.json(t.accidental_cases)
+        meta["test suite"] = (f"{t.suite}: {t.n_checked} answers right on the snapshot checked, "
+                              f"{t.n_accidental} right by accident, {t.n_inconclusive} inconclusive, "
+                              f"{t.n_no_suite} without a suite")
     note = card.execution_only_note()
     meta["execution-only cases"] = card.execution_only.n_cases
     if note:
