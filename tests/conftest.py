@@ -140,6 +140,22 @@ def env(serving_snapshot, tmp_path):
                           dbt_target=serving_snapshot.home.root / "dbt_target")
 
 
+@pytest.fixture(autouse=True)
+def _fast_tests_run_no_dbt(request, monkeypatch):
+    """The fast lane is hermetic: a test not marked slow that runs dbt in process fails, naming
+    what to do (dbt builds and parses belong to the slow lane)."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{request.node.nodeid} runs dbt ({args[1:2]}) but is not marked slow: "
+                             "mark it @pytest.mark.slow, or give it a prepared manifest")
+
+    from sqleval_pipeline.warehouse import dbt
+
+    monkeypatch.setattr(dbt, "run_dbt", refuse)
+
+
 #: fixtures that build something heavy (the demo warehouse with dbt, a serving snapshot, a
 #: Dagster instance): a test that needs one is in the slow lane
 _SLOW_FIXTURES = frozenset({"built_warehouse", "serving_snapshot"})

@@ -67,6 +67,7 @@ def _csv_rows(name: str) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow  # runs dbt (parse, ls) on a foreign project
 def test_init_writes_a_project_and_says_what_to_do_next(insurance):
     spec = proj.load_project(insurance).spec
     assert spec.serve.select == "tag:serving" and str(spec.as_of) == "2024-06-30"
@@ -77,6 +78,7 @@ def test_init_writes_a_project_and_says_what_to_do_next(insurance):
     assert "curation: true" in (insurance / "evals" / "configs" / "baseline.yaml").read_text()
 
 
+@pytest.mark.slow  # runs dbt (parse, ls) on a foreign project
 def test_init_prints_what_it_serves(tmp_path, insurance):
     dbt_dir = insurance.parent / "dbt"
     res = sqleval("init", str(tmp_path / "p"), "--dbt-project", str(dbt_dir), "--select", "tag:serving",
@@ -87,6 +89,7 @@ def test_init_prints_what_it_serves(tmp_path, insurance):
     assert all(name in out for name in _served_models())
 
 
+@pytest.mark.slow  # runs dbt (parse, ls) on a foreign project
 def test_init_refuses_a_selection_that_serves_nothing_and_writes_no_project(tmp_path, insurance):
     dbt_dir = insurance.parent / "dbt"
     target = tmp_path / "empty"

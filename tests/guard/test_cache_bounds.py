@@ -44,6 +44,7 @@ def _traced(fn) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow  # 5,000 large statements through the filter
 def test_5000_distinct_large_statements_keep_the_filter_flat():
     sf = StatementFilter(demo_policy(), database_names={"snap-test"})
     marks: dict[int, int] = {}
