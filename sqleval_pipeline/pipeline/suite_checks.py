@@ -28,6 +28,7 @@ from sqleval_pipeline.golden.model import Case, golden_hash
 from sqleval_pipeline.grading import GRADER_VERSION
 from sqleval_pipeline.pipeline.environment import Environment, EvaluationError, Progress
 from sqleval_pipeline.pipeline.records import Attempt, Execution, Grade
+from sqleval_pipeline.pipeline.store import file_lock
 from sqleval_pipeline.suite.audit import run_suite
 from sqleval_pipeline.suite.check import AccidentalMatch, GuardedRunner, Suite, SuiteError, load_suite
 from sqleval_pipeline.suite.constraints import load_dbt_constraints
@@ -115,9 +116,12 @@ def build_suite(env: Environment, *, progress: Progress | None = None):
     ``current.json``; the handle of the suite written."""
     root = suite_root(env)
     constraints = load_dbt_constraints(env.dbt_target_dir, env.manifest.sources)
+    root.mkdir(parents=True, exist_ok=True)
     try:
-        report = run_suite(env.cases, serving=env.serving, snapshot=env.manifest, constraints=constraints,
-                           root=root, progress=progress)
+        # two evaluations that find the suite missing at once: one builds, the other then reuses
+        with file_lock(root / ".build.lock"):
+            report = run_suite(env.cases, serving=env.serving, snapshot=env.manifest, constraints=constraints,
+                               root=root, progress=progress)
     except (SuiteError, NeighbourError) as exc:
         raise EvaluationError(f"the test suite cannot be built: {exc}; fix that, or set "
                               "`test_suite: false` in the configuration to grade on the snapshot alone") from exc
