@@ -155,7 +155,8 @@ def _narrowest(values: list[Any]) -> str:
     return "VARCHAR"
 
 
-def _read_database(path: Path, strict: bool, empty_strings: str) -> list[_Table]:
+def _connect(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the SQLite file, or an error naming it."""
     if not path.is_file():
         raise SeedConversionError(f"{path}: no such SQLite file")
     try:
@@ -163,14 +164,23 @@ def _read_database(path: Path, strict: bool, empty_strings: str) -> list[_Table]
     except sqlite3.Error as exc:
         raise SeedConversionError(f"{path}: cannot open as SQLite: {exc}") from None
     con.text_factory = str
+    return con
+
+
+def _table_names(con: sqlite3.Connection, path: Path) -> list[str]:
+    """The file's own tables, in creation order."""
+    try:
+        return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                          "AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
+    except sqlite3.DatabaseError as exc:
+        raise SeedConversionError(f"{path}: not a SQLite database ({exc})") from None
+
+
+def _read_database(path: Path, strict: bool, empty_strings: str) -> list[_Table]:
+    con = _connect(path)
     tables: list[_Table] = []
     try:
-        try:
-            names = [r[0] for r in con.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' "
-                "AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
-        except sqlite3.DatabaseError as exc:
-            raise SeedConversionError(f"{path}: not a SQLite database ({exc})") from None
+        names = _table_names(con, path)
         for name in names:
             where = f"{path.name}: table {name!r}"
             if not _NAME_RE.match(name):
@@ -384,10 +394,9 @@ def declared_constraints(sqlite_files: Sequence[Path]) -> dict[str, DeclaredCons
     """
     out: dict[str, DeclaredConstraints] = {}
     for f in sqlite_files:
-        con = sqlite3.connect(f"file:{Path(f)}?mode=ro", uri=True)
+        con = _connect(Path(f))
         try:
-            names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                               "AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
+            names = _table_names(con, Path(f))
             pks: dict[str, tuple[str, ...]] = {}
             info = {}
             types: dict[tuple[str, str], str] = {}
