@@ -124,6 +124,19 @@ def serving_snapshot(built_warehouse, tmp_path_factory) -> BuiltSnapshot:
     )
 
 
+def cli_home(snapshot: BuiltSnapshot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A build directory of its own for a command under test (``tmp_path/home``, made the
+    process's ``SQLEVAL_HOME`` and ``DAGSTER_HOME``), over the session's snapshots and dbt
+    build (so its test suite keeps the session build's data tests)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "snapshots").symlink_to(snapshot.home.snapshot_dir)
+    (home / "dbt_target").symlink_to(snapshot.home.root / "dbt_target")
+    monkeypatch.setenv("SQLEVAL_HOME", str(home))
+    monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
+    return home
+
+
 @pytest.fixture()
 def env(serving_snapshot, tmp_path):
     """The evaluation environment over the session snapshot, with a store of its own."""

@@ -2,6 +2,7 @@ from typer.testing import CliRunner
 
 from sqleval_pipeline.demo import location
 from sqleval_pipeline.cli import app
+from tests.conftest import cli_home
 
 runner = CliRunner()
 
@@ -35,11 +36,7 @@ def test_snapshot_build_without_a_warehouse_says_what_to_do(tmp_path, monkeypatc
 
 def test_run_evaluates_a_configuration_end_to_end(serving_snapshot, tmp_path, monkeypatch):
     """`sqleval run` materializes the evaluation assets and prints scorecard, diff and gate."""
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
-    monkeypatch.setenv("SQLEVAL_HOME", str(home))
-    monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
+    cli_home(serving_snapshot, tmp_path, monkeypatch)
     for cfg in ("baseline_raw.yaml", "baseline_curated.yaml"):
         result = runner.invoke(app, ["run", "-c", f"evals/configs/{cfg}", "--cases",
                                      "com-012,com-055,com-013", "--report", str(tmp_path / f"{cfg}.md")])
@@ -59,8 +56,6 @@ def test_run_with_a_broken_configuration_names_the_field(tmp_path):
 
 
 def test_run_refuses_fewer_runs_than_the_floor():
-    from sqleval_pipeline import paths
-
     result = runner.invoke(app, ["run", "-c", str(location.EVALS_DIR / "configs" / "baseline_raw.yaml"),
                                  "--runs", "1"])
     assert result.exit_code == 1
@@ -74,11 +69,7 @@ def test_run_exits_1_when_the_regression_gate_fails(serving_snapshot, tmp_path, 
 
     import yaml
 
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
-    monkeypatch.setenv("SQLEVAL_HOME", str(home))
-    monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
+    cli_home(serving_snapshot, tmp_path, monkeypatch)
     configs = tmp_path / "configs"
     configs.mkdir()
     good = yaml.safe_load((location.EVALS_DIR / "configs" / "baseline_curated.yaml").read_text())
@@ -105,11 +96,7 @@ def test_an_outage_is_inconclusive_exit_3_and_running_again_asks_only_its_errors
     once it is back, the same command asks only those attempts again, in a new batch."""
     import json
 
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
-    monkeypatch.setenv("SQLEVAL_HOME", str(home))
-    monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
+    home = cli_home(serving_snapshot, tmp_path, monkeypatch)
     calls = tmp_path / "calls.txt"
     (tmp_path / "flaky_system.py").write_text(
         "import os\n"

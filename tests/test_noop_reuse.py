@@ -16,6 +16,7 @@ from sqleval_pipeline import paths
 from sqleval_pipeline.configs import load_config
 from sqleval_pipeline.demo import location
 from sqleval_pipeline.project import current as current_project
+from tests.conftest import cli_home
 
 CASES = ["com-001", "com-012", "com-055"]
 
@@ -134,12 +135,7 @@ def test_sqleval_run_starts_no_dagster_run_when_nothing_changed(serving_snapshot
     from sqleval_pipeline.pipeline import environment as environment_module
     from sqleval_pipeline.pipeline.noop import unchanged_batch
 
-    home = paths.Home(tmp_path / "home")
-    home.root.mkdir()
-    (home.root / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
-    (home.root / "dbt_target").symlink_to(serving_snapshot.home.root / "dbt_target")
-    monkeypatch.setenv("SQLEVAL_HOME", str(home.root))
-    monkeypatch.setenv("DAGSTER_HOME", str(home.dagster_home))
+    home = paths.Home(cli_home(serving_snapshot, tmp_path, monkeypatch))
     runner = CliRunner()
     args = ["run", "-c", str(location.EVALS_DIR / "configs" / "baseline_raw.yaml"), "--cases", ",".join(CASES)]
     loaded = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from sqleval_pipeline.demo import location
 from sqleval_pipeline.cli import app
+from tests.conftest import cli_home
 
 runner = CliRunner()
 PASSING = {"CORRECT", "CORRECT_FACTS", "DEFERRED_CORRECTLY"}
@@ -52,11 +53,7 @@ def test_an_in_place_edit_that_makes_things_worse_is_caught_and_traced(serving_s
     from sqleval_pipeline.defs.resources import SqlevalHome
     from sqleval_pipeline.project import current
 
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
-    monkeypatch.setenv("SQLEVAL_HOME", str(home))
-    monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
+    home = cli_home(serving_snapshot, tmp_path, monkeypatch)
     configs = tmp_path / "configs"
     configs.mkdir()
     doc = yaml.safe_load((location.EVALS_DIR / "configs" / "baseline_curated.yaml").read_text())

@@ -24,6 +24,7 @@ from sqleval_pipeline.pipeline.records import Attempt, Grade, load_records
 from tests.generation.fakes import raw
 from tests.generation.vendor_fakes import (FakeCortexAnalyst, FakeGenie, analyst_sql, analyst_text,
                                            genie_failed, genie_sql, genie_text, statement)
+from tests.conftest import cli_home
 
 runner = CliRunner()
 SPACE = "01ef1234567890abcdef1234567890ab"
@@ -108,11 +109,7 @@ def test_sqleval_run_reaches_every_outcome_through_a_vendor_api(vendor, serving_
     fake = (FakeGenie(behaviour, spaces=(SPACE,)) if vendor == "genie"
             else FakeCortexAnalyst(behaviour)).start()
     try:
-        home = tmp_path / "home"
-        home.mkdir()
-        (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
-        monkeypatch.setenv("SQLEVAL_HOME", str(home))
-        monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
+        home = cli_home(serving_snapshot, tmp_path, monkeypatch)
         configs = tmp_path / "configs"
         configs.mkdir()
         if vendor == "genie":
