@@ -142,44 +142,43 @@ def check_thresholds(candidate: Scorecard, settings: GateSettings | None) -> lis
     n_all = u.n_attempts if u is not None else candidate.n_attempts
     out: list[ThresholdCheck] = []
     if settings.max_p95_latency_s is not None:
-        limit, name = settings.max_p95_latency_s, "gate.max_p95_latency_s"
+        limit = settings.max_p95_latency_s
         value = u.latency.p95_s if u is not None else None
         n = u.latency.n if u is not None else 0
-        if value is None:
-            why = ("the scorecard was built without its attempts" if u is None else
-                   f"0 of {n_all} attempts have a time")
-            out.append(ThresholdCheck(
-                name="max_p95_latency_s", limit=limit, value=None, status="not_recorded", n=0,
-                n_attempts=n_all, message=f"{name} is {_fmt(limit)} s but no latency was recorded "
-                f"({why}): the limit cannot be checked, so it fails"))
-        else:
-            ok = value <= limit
-            out.append(ThresholdCheck(
-                name="max_p95_latency_s", limit=limit, value=value,
-                status="passed" if ok else "failed", n=n, n_attempts=n_all,
-                message=f"p95 latency {value:.3f} s is {'within' if ok else 'above'} {name} = "
-                f"{_fmt(limit)} s (over {n} of {n_all} attempts with a recorded time)"))
+        out.append(_limit_check(
+            "max_p95_latency_s", limit, value, n, n_all, unrecorded=f"{_fmt(limit)} s but no latency",
+            why="the scorecard was built without its attempts" if u is None else f"0 of {n_all} attempts have a time",
+            shown=f"p95 latency {value:.3f} s" if value is not None else "", limit_text=f"{_fmt(limit)} s",
+            over=f"over {n} of {n_all} attempts with a recorded time"))
     if settings.max_cost_per_question is not None:
-        limit, name = settings.max_cost_per_question, "gate.max_cost_per_question"
+        limit = settings.max_cost_per_question
         cost = u.cost if u is not None else None
         value = cost.mean_per_question if cost is not None else None
-        if value is None:
-            why = ("the scorecard was built without its attempts" if u is None else
-                   "the scorecard has no price table (pricing: in the configuration)" if cost is None
-                   else f"0 of {n_all} attempts have the token counts the price table needs")
-            out.append(ThresholdCheck(
-                name="max_cost_per_question", limit=limit, value=None, status="not_recorded", n=0,
-                n_attempts=n_all, message=f"{name} is {_fmt(limit)} but no cost was recorded "
-                f"({why}): the limit cannot be checked, so it fails"))
-        else:
-            ok = value <= limit
-            out.append(ThresholdCheck(
-                name="max_cost_per_question", limit=limit, value=value,
-                status="passed" if ok else "failed", n=cost.n, n_attempts=n_all,
-                message=f"mean cost per question {value:.6g} {cost.currency} is "
-                f"{'within' if ok else 'above'} {name} = {_fmt(limit)} {cost.currency} (over "
-                f"{cost.n} of {n_all} attempts)"))
+        out.append(_limit_check(
+            "max_cost_per_question", limit, value, cost.n if cost is not None else 0, n_all,
+            unrecorded=f"{_fmt(limit)} but no cost",
+            why=("the scorecard was built without its attempts" if u is None else
+                 "the scorecard has no price table (pricing: in the configuration)" if cost is None
+                 else f"0 of {n_all} attempts have the token counts the price table needs"),
+            shown=f"mean cost per question {value:.6g} {cost.currency}" if value is not None else "",
+            limit_text=f"{_fmt(limit)} {cost.currency}" if cost is not None else "",
+            over=f"over {cost.n if cost is not None else 0} of {n_all} attempts"))
     return out
+
+
+def _limit_check(field: str, limit: float, value: float | None, n: int, n_all: int, *, unrecorded: str,
+                 why: str, shown: str, limit_text: str, over: str) -> ThresholdCheck:
+    """One limit of ``gate:`` checked on a measured value: passed, failed, or ``not_recorded``
+    (which fails: a limit nobody can check is not met)."""
+    name = f"gate.{field}"
+    if value is None:
+        return ThresholdCheck(name=field, limit=limit, value=None, status="not_recorded", n=0, n_attempts=n_all,
+                              message=f"{name} is {unrecorded} was recorded ({why}): the limit cannot be "
+                                      "checked, so it fails")
+    ok = value <= limit
+    return ThresholdCheck(name=field, limit=limit, value=value, status="passed" if ok else "failed", n=n,
+                          n_attempts=n_all, message=f"{shown} is {'within' if ok else 'above'} {name} = "
+                                                    f"{limit_text} ({over})")
 
 
 class GateResult(BaseModel):
