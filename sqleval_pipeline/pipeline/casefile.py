@@ -29,7 +29,9 @@ from pydantic import BaseModel, Field
 from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.configs import ConfigError, LoadedConfig, load_config, load_configs
 from sqleval_pipeline.pipeline.environment import Environment, EvaluationError
-from sqleval_pipeline.golden.model import Case, EncodedResult
+from sqleval_pipeline.golden.model import Case, EncodedResult, golden_hash
+from sqleval_pipeline.grading import GRADER_VERSION
+from sqleval_pipeline.pipeline.batch_files import load_artifact
 from sqleval_pipeline.pipeline.records import OUTCOMES, SUCCESS_OUTCOMES, Attempt, Diagnosis, Execution, Grade, Outcome
 from sqleval_pipeline.results import ResultSet, encode_value
 from sqleval_pipeline.pipeline.store import BatchInfo
@@ -339,7 +341,6 @@ def _notes(env: Environment, batch: BatchInfo, grades: dict[int, Grade], graded:
 
 
 def _batch_notes(env: Environment, batch: BatchInfo, graded: bool) -> list[str]:
-    from sqleval_pipeline.golden.model import golden_hash
 
     notes = []
     if batch.status != "complete":
@@ -358,7 +359,6 @@ def _batch_notes(env: Environment, batch: BatchInfo, graded: bool) -> list[str]:
 
 
 def _grader_notes(grades: dict[int, Grade]) -> list[str]:
-    from sqleval_pipeline.grading import GRADER_VERSION
 
     # a grade on the test suite names the rules' version and the suite's ("<rules>+suite-<digest>")
     old = sorted({g.grader_version.split("+suite-")[0] for g in grades.values()} - {GRADER_VERSION})
@@ -373,7 +373,6 @@ def case_detail(env: Environment, case_id: str, partition_key: str, batch_id: st
 
     Raises :class:`ShowError` for an unknown case, an unknown version, no (complete) batch,
     an unknown batch, or a case the batch did not evaluate."""
-    from sqleval_pipeline.pipeline.batch_files import load_artifact
 
     if max_rows < 0:
         raise ShowError(f"--max-rows must be 0 or more, not {max_rows}")
@@ -412,7 +411,6 @@ def batch_details(env: Environment, partition_key: str, batch_id: str | None = N
     version ``partition_key``, as :func:`case_detail` gives one, reading each stored artifact
     once. Cases with no stored attempt, or no longer in the golden set, are left out (the
     caller compares with the batch's ``case_ids``); ordered like the batch's cases."""
-    from sqleval_pipeline.pipeline.batch_files import load_artifact
 
     if max_rows < 0:
         raise ShowError(f"--max-rows must be 0 or more, not {max_rows}")

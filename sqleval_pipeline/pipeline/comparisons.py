@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.pipeline import derived
-from sqleval_pipeline.configs import LoadedConfig, load_configs
+from sqleval_pipeline.configs import Configuration, LoadedConfig, load_configs
 from sqleval_pipeline.pipeline.derived import code_digest, inputs_digest
 from sqleval_pipeline.pipeline.environment import Environment, EvaluationError, Progress, find_config
 from sqleval_pipeline.pipeline import evaluation as ev
@@ -44,6 +44,11 @@ from sqleval_pipeline.scoring.changes import INPUTS_FILE, Change, RunInputs, wha
 from sqleval_pipeline.scoring.gate import ThresholdCheck, check_thresholds
 from sqleval_pipeline.pipeline.store import INCONCLUSIVE_ERROR_SHARE
 from sqleval_pipeline.pipeline.store import BatchInfo, batch_order
+from sqleval_pipeline.golden.model import golden_hash
+from sqleval_pipeline.grading import GRADER_VERSION
+from sqleval_pipeline.scoring import (
+    Diff, GateResult, IncomparableScorecards, calibrated_refusal, diff, gate, load_decisions, load_scorecard,
+)
 
 COMPARISONS_FILE = bf.COMPARISONS
 Kind = Literal["baseline", "previous_version", "previous_batch"]
@@ -152,7 +157,6 @@ def batch_inputs(env: Environment, batch: BatchInfo, card=None,
 
 
 def _scorecard_of(env: Environment, batch: BatchInfo):
-    from sqleval_pipeline.scoring import load_scorecard
 
     p = env.store.artifact(batch.partition_key, batch.batch_id, bf.SCORECARD)
     return load_scorecard(p) if batch.status == "complete" and p.exists() else None
@@ -229,8 +233,6 @@ _COMPARED_FILES = (bf.SCORECARD, bf.GRADES, bf.EXECUTIONS, bf.DIAGNOSES,
 def gate_inputs(env: Environment, loaded: LoadedConfig, batch: BatchInfo, plan: list[_Planned],
                 fail_on_case_regression: bool) -> str:
     """The digest of everything the gate of ``batch`` is computed from (derived.py)."""
-    from sqleval_pipeline.golden.model import golden_hash
-    from sqleval_pipeline.grading import GRADER_VERSION
 
     def files(b: BatchInfo) -> list:
         folder = env.store.batch_dir(b.partition_key, b.batch_id)
@@ -263,7 +265,6 @@ def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
                *, fail_on_case_regression: bool = False) -> GateReport:
     """Every comparison of this batch, gated; written to the batch folder — or the result
     written before, when nothing it is computed from changed (derived.py)."""
-    from sqleval_pipeline.scoring import load_decisions
 
     plan = _plan(env, loaded, batch)
     folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
@@ -300,7 +301,6 @@ def stage_gate(env: Environment, loaded: LoadedConfig, batch: BatchInfo, card,
 def _compare(env: Environment, kind: Kind, base_card, base_batch: BatchInfo,
              base_loaded: LoadedConfig | None, card, batch: BatchInfo, mine: RunInputs,
              decisions, fail_on_case_regression: bool, write_main: bool = False) -> Comparison:
-    from sqleval_pipeline.scoring import IncomparableScorecards, calibrated_refusal, diff, gate
 
     theirs = batch_inputs(env, base_batch, base_card, base_loaded)
     changes = what_changed(theirs, mine)
@@ -362,7 +362,6 @@ def _rebase(env: Environment, base_batch: BatchInfo, base_loaded: LoadedConfig |
 def _loaded_for(env: Environment, batch: BatchInfo) -> LoadedConfig:
     """A configuration to score an older version's batch with: its recorded configuration,
     else the current file of that name (scoring reads only labels such as tuned_on_dev)."""
-    from sqleval_pipeline.configs import Configuration
 
     folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
     if (folder / INPUTS_FILE).exists():
@@ -380,7 +379,6 @@ def _loaded_for(env: Environment, batch: BatchInfo) -> LoadedConfig:
 def baseline_diff_gate(env: Environment, batch: BatchInfo):
     """(diff, gate result) against the declared baseline, as the gate stage stored them, or
     (None, None) when that comparison was skipped."""
-    from sqleval_pipeline.scoring import Diff, GateResult
 
     folder = env.store.batch_dir(batch.partition_key, batch.batch_id)
     report = folder / COMPARISONS_FILE

@@ -13,7 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from sqleval_pipeline.golden.model import golden_hash
 from sqleval_pipeline.pipeline import batch_files as bf
+from sqleval_pipeline.pipeline import derived
+from sqleval_pipeline.pipeline.derived import code_digest, inputs_digest, stat_fingerprint
+from sqleval_pipeline.textfiles import write_atomically
 from sqleval_pipeline.pipeline.environment import Environment
 
 
@@ -25,9 +29,9 @@ def write_report(env: Environment, partition_keys: Sequence[str] | None, out_pat
     Raises :class:`~sqleval_pipeline.pipeline.environment.EvaluationError` (a
     :class:`~sqleval_pipeline.pipeline.casefile.ShowError` for an unknown version) when there is
     nothing to report."""
+    # heavy (matplotlib, the page's templates: ~0.7 s), and only needed when a page is written
     from sqleval_pipeline.reporting.html.collect import collect
     from sqleval_pipeline.reporting.html.page import render_report
-    from sqleval_pipeline.textfiles import write_atomically
 
     out_path = Path(out_path)
     write_atomically(out_path, render_report(collect(env, partition_keys or None)))
@@ -38,9 +42,7 @@ def report_inputs(env: Environment, partition_key: str, batch_id: str) -> str:
     """The digest of everything a batch's page is made from (derived.py): the batch's files,
     every stored scorecard (the trend, by size and time), the golden set, the decisions, the
     judges' calibration, the guardrail evidence, the pinned snapshot and the reporting code."""
-    from sqleval_pipeline.pipeline.derived import code_digest, inputs_digest, stat_fingerprint
-    from sqleval_pipeline.golden.model import golden_hash
-    from sqleval_pipeline.reporting.html.evidence import GUARDRAILS_REPORT, build_root
+    from sqleval_pipeline.reporting.html.evidence import GUARDRAILS_REPORT, build_root  # 0.17 s: when asked
 
     folder = env.store.batch_dir(partition_key, batch_id)
     runs = env.store.root / "runs"
@@ -58,7 +60,6 @@ def report_inputs(env: Environment, partition_key: str, batch_id: str) -> str:
 
 def report_is_current(env: Environment, partition_key: str, batch_id: str) -> bool:
     """The batch's page was made from the inputs it would be made from now."""
-    from sqleval_pipeline.pipeline import derived
 
     folder = env.store.batch_dir(partition_key, batch_id)
     return derived.reusable(folder, bf.REPORT, report_inputs(env, partition_key, batch_id)) is not None
@@ -67,7 +68,6 @@ def report_is_current(env: Environment, partition_key: str, batch_id: str) -> bo
 def batch_report(env: Environment, partition_key: str, batch_id: str) -> Path:
     """The batch's page (``report.html`` in its folder), written unless the page there was
     made from the same inputs (:func:`report_inputs`)."""
-    from sqleval_pipeline.pipeline import derived
 
     folder = env.store.batch_dir(partition_key, batch_id)
     digest = report_inputs(env, partition_key, batch_id)
