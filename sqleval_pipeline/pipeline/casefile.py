@@ -31,7 +31,6 @@ from sqleval_pipeline.configs import ConfigError, LoadedConfig, load_config, loa
 from sqleval_pipeline.pipeline.environment import Environment, EvaluationError
 from sqleval_pipeline.golden.model import Case, EncodedResult, golden_hash
 from sqleval_pipeline.grading import GRADER_VERSION
-from sqleval_pipeline.pipeline.batch_files import load_artifact
 from sqleval_pipeline.pipeline.records import OUTCOMES, SUCCESS_OUTCOMES, Attempt, Diagnosis, Execution, Grade, Outcome
 from sqleval_pipeline.results import ResultSet, encode_value
 from sqleval_pipeline.pipeline.store import BatchInfo
@@ -389,16 +388,16 @@ def case_detail(env: Environment, case_id: str, partition_key: str, batch_id: st
     def art(name: str) -> Path:
         return env.store.artifact(partition_key, batch.batch_id, name)
 
-    attempts = _of_case(load_artifact(art(bf.ATTEMPTS), Attempt), case_id)
+    attempts = _of_case(bf.load_artifact(art(bf.ATTEMPTS), Attempt), case_id)
     if not attempts:
         raise ShowError(f"batch {batch.batch_id} of {partition_key} has no stored attempts of "
                         f"{case_id} yet (status {batch.status}); resume it with "
                         f"{_run_hint(env, partition_key)} or pick another with --batch")
-    executions = _of_case(load_artifact(art(bf.EXECUTIONS), Execution), case_id)
+    executions = _of_case(bf.load_artifact(art(bf.EXECUTIONS), Execution), case_id)
     graded = art(bf.GRADES).exists()
-    grades = _of_case(load_artifact(art(bf.GRADES), Grade), case_id)
+    grades = _of_case(bf.load_artifact(art(bf.GRADES), Grade), case_id)
     diagnoses: dict[int, list[Diagnosis]] = {}
-    for d in load_artifact(art(bf.DIAGNOSES), Diagnosis) or []:
+    for d in bf.load_artifact(art(bf.DIAGNOSES), Diagnosis) or []:
         if d.case_id == case_id:
             diagnoses.setdefault(d.run_index, []).append(d)
     return _detail(partition_key, case, batch, attempts, executions, grades, diagnoses, max_rows,
@@ -418,7 +417,7 @@ def batch_details(env: Environment, partition_key: str, batch_id: str | None = N
 
     def grouped(name: str, model: type[_M], many: bool = False) -> dict[str, dict[int, Any]]:
         out: dict[str, dict[int, Any]] = {}
-        for r in load_artifact(env.store.artifact(partition_key, batch.batch_id, name), model) or []:
+        for r in bf.load_artifact(env.store.artifact(partition_key, batch.batch_id, name), model) or []:
             runs = out.setdefault(r.case_id, {})
             if many:
                 runs.setdefault(r.run_index, []).append(r)
