@@ -130,8 +130,7 @@ def build_suite(env: Environment, *, progress: Progress | None = None):
         raise EvaluationError(f"the test suite just written at {report.path} cannot be read back; "
                               "delete the folder and run again")
     write_atomically(root / POINTER_FILE, json.dumps(
-        {"set_id": report.nset.set_id, "golden_hash": golden_hash(env.cases),
-         "suite_digest": handle.digest}, indent=2, sort_keys=True) + "\n")
+        {"set_id": report.nset.set_id, "golden_hash": golden_hash(env.cases)}, indent=2, sort_keys=True) + "\n")
     log.info("%s", report.summary())
     return handle
 

@@ -272,7 +272,7 @@ def ranked(slices: dict[str, SliceMetrics]) -> list[tuple[str, SliceMetrics]]:
     return sorted(slices.items(), key=lambda kv: (-kv[1].n_cases, kv[0]))
 
 
-def suite_summary(grades: Sequence[Grade], overall: SliceMetrics, runs: Sequence[int], **kw) -> SuiteSummary | None:
+def suite_summary(grades: Sequence[Grade], overall: SliceMetrics, **kw) -> SuiteSummary | None:
     """Suite accuracy (the scorecard's) beside the accuracy the pinned snapshot alone gives:
     the same grades with each accidental match restored to its snapshot outcome. None when
     the grades were not checked on a suite (grader version without ``+suite-``)."""
@@ -281,10 +281,10 @@ def suite_summary(grades: Sequence[Grade], overall: SliceMetrics, runs: Sequence
         return None
     on_snapshot = [g.model_copy(update={"outcome": g.snapshot_outcome}) if g.snapshot_outcome else g
                    for g in grades]
-    snap = _slice([c for c in case_results(on_snapshot) if any(o is not None for o in c.outcomes)], runs, **kw)
+    snap = rate([c for c in case_results(on_snapshot) if any(o is not None for o in c.outcomes)], "accuracy", **kw)
     accidental = [g for g in grades if g.suite_check == "accidental_match"]
     return SuiteSummary(
-        suite=version.split("+suite-", 1)[1], snapshot_accuracy=snap.accuracy, suite_accuracy=overall.accuracy,
+        suite=version.split("+suite-", 1)[1], snapshot_accuracy=snap, suite_accuracy=overall.accuracy,
         n_checked=sum(g.suite_check in ("passed", "accidental_match", "inconclusive") for g in grades),
         n_accidental=len(accidental), accidental_cases=sorted({g.case_id for g in accidental}),
         n_no_suite=sum(g.suite_check == "no_suite" for g in grades),
@@ -435,7 +435,7 @@ def build_scorecard(
         failures_diagnosed=diagnosed,
         usage=usage,
         vendor_rows=vendor_rows_summary(grades),
-        test_suite=suite_summary(grades, overall, runs, **kw),
+        test_suite=suite_summary(grades, overall, **kw),
         bootstrap=BootstrapSpec(
             method=(f"percentile bootstrap: clusters with at least {min_clusters} clusters, else the "
                     "wider of cases and clusters (cases alone with one cluster); Wilson or an exact "

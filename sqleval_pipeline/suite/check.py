@@ -100,20 +100,18 @@ def _difference(expected: ResultSet, got: ResultSet) -> tuple[list[list[Any]], l
         return [list(r) for r in expected.rows[:MAX_DIFF_ROWS]], [list(r) for r in got.rows[:MAX_DIFF_ROWS]]
     want = Counter(_key(r) for r in expected.rows)
     have = Counter(_key(r) for r in got.rows)
-    missing, unexpected = [], []
-    left = want - have
-    for r in expected.rows:
+    return _surplus(expected.rows, want - have), _surplus(got.rows, have - want)
+
+
+def _surplus(rows: Sequence[Sequence[Any]], counts: Counter) -> list[list[Any]]:
+    """The first rows of ``rows`` that ``counts`` (row key -> how many) says are in excess."""
+    out: list[list[Any]] = []
+    for r in rows:
         k = _key(r)
-        if left[k] > 0 and len(missing) < MAX_DIFF_ROWS:
-            left[k] -= 1
-            missing.append(list(r))
-    extra = have - want
-    for r in got.rows:
-        k = _key(r)
-        if extra[k] > 0 and len(unexpected) < MAX_DIFF_ROWS:
-            extra[k] -= 1
-            unexpected.append(list(r))
-    return missing, unexpected
+        if counts[k] > 0 and len(out) < MAX_DIFF_ROWS:
+            counts[k] -= 1
+            out.append(list(r))
+    return out
 
 
 def _head(rs: ResultSet) -> ResultSet:
