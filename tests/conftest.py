@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,16 @@ from sqleval_pipeline.demo.rawgen import AS_OF, write_raw
 
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
+
+# The suite never reads or writes the checkout's build directory (.sqleval): a developer who
+# ran `make demo` and a clean clone in CI see the same thing (a dbt manifest left there by the
+# demo once hid a test that needed `dbt parse`). Each process (an xdist worker too) gets an
+# empty build directory of its own; a test that needs one builds it or sets its own.
+os.environ["SQLEVAL_HOME"] = tempfile.mkdtemp(prefix="sqleval-test-home-")
+os.environ.pop("DAGSTER_HOME", None)
+# Consoles are made at import (the CLI's), before any fixture runs: a terminal width inherited
+# from the shell or an xdist worker (COLUMNS=80) would wrap what the CLI tests read.
+os.environ.pop("COLUMNS", None)
 
 
 def demo_tables() -> list[str]:

@@ -115,6 +115,7 @@ def test_the_queue_holds_back_a_second_run_of_a_provider_or_of_a_version(tmp_pat
     assert not counter.is_blocked(run("baseline-raw@4"))
 
 
+@pytest.mark.slow  # curated configurations version the demo's semantic layer: `dbt parse` on a fresh machine
 def test_a_run_launched_without_tags_is_tagged_with_its_provider_before_it_queues(tmp_path, monkeypatch):
     """The UI's Materialize, a job's partition and a backfill launch runs with Dagster's tags
     only; the instance sqleval writes submits them through its coordinator, which adds the

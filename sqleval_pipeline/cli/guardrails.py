@@ -18,22 +18,21 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from sqleval_pipeline.cli.output import CliConsole
 from sqleval_pipeline.errors import SqlevalError
 from sqleval_pipeline.textfiles import write_atomically
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Guarded execution and the hostile suite.")
-console = Console(width=None if sys.stdout.isatty() else 150)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 150)
+console = CliConsole()
+err = CliConsole(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
+from sqleval_pipeline.cli.output import CliConsole
 from sqleval_pipeline.pipeline.records import Diagnosis, Grade, load_records
 from sqleval_pipeline.scoring import stats
 from sqleval_pipeline.errors import SqlevalError
@@ -30,7 +30,7 @@ from sqleval_pipeline.scoring.scorecard import Scorecard, build_scorecard
 from sqleval_pipeline.textfiles import write_atomically
 
 app = typer.Typer(help="Scorecards, paired diffs and the regression gate.", no_args_is_help=True)
-console = Console()
+console = CliConsole()
 
 
 def _fail(msg: str, code: int = 2) -> None:

@@ -116,6 +116,7 @@ def test_the_judge_is_never_the_generating_model():
                       judge_model="m1")
 
 
+@pytest.mark.slow  # curated configurations version the demo's semantic layer: `dbt parse` on a fresh machine
 def test_committed_configurations_load():
     configs = load_configs(location.EVALS_DIR / "configs")
     kinds = {c.config.generator.kind for c in configs}
@@ -125,6 +126,7 @@ def test_committed_configurations_load():
     assert {c.config.context.curation for c in offline} == {True, False}
 
 
+@pytest.mark.slow  # curated configurations version the demo's semantic layer: `dbt parse` on a fresh machine
 def test_a_duplicate_name_is_the_later_file_s_error_and_the_rest_runs(tmp_path):
     from sqleval_pipeline.project import load_project
 

@@ -314,7 +314,8 @@ def insurance(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_insurance_proposals_through_the_command(insurance):
+def test_insurance_proposals_through_the_command(insurance, monkeypatch):
+    monkeypatch.delenv("SQLEVAL_HOME", raising=False)  # the project's own build dir, as the command sees it
     env = Env(insurance)
     try:
         existing = env.cases()
