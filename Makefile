@@ -10,6 +10,9 @@ PROJECT_DIR := $(abspath $(if $(SQLEVAL_PROJECT),$(SQLEVAL_PROJECT),$(CURDIR)))
 DAGSTER_HOME_DIR = $(shell SQLEVAL_PROJECT=$(PROJECT_DIR) $(BIN)/python -c "from sqleval_pipeline.project import current; print(current().home.dagster_home)")
 HOST ?= 127.0.0.1
 PORT ?= 3000
+# pytest-xdist workers for `make test` (one per core of the 2-core CI machine; each builds its
+# own session warehouse); TEST_WORKERS=0 runs the suite in one process
+TEST_WORKERS ?= 2
 export DBT_SEND_ANONYMOUS_USAGE_STATS := false
 export DO_NOT_TRACK := 1
 export NO_PROXY := 127.0.0.1,localhost
@@ -36,7 +39,7 @@ demo: $(STAMP)
 	$(BIN)/sqleval demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 # the browser tests (pytest -m browser) are skipped by `make test` wherever /usr/bin/chromium is absent
 test-browser: $(STAMP)
