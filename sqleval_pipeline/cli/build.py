@@ -14,12 +14,18 @@ warehouse_app = typer.Typer(no_args_is_help=True, help="The dbt-built DuckDB war
 snapshot_app = typer.Typer(no_args_is_help=True, help="The pinned, read-only serving snapshot.")
 
 
-def build(repin: Annotated[bool, typer.Option(help="Accept a new snapshot id")] = False) -> None:
+def build(repin: Annotated[bool, typer.Option(help="Accept a new snapshot id")] = False,
+          guardrail_timeout: Annotated[float, typer.Option(
+              "--guardrail-timeout", min=0.1, max=3600,
+              help="Statement timeout (seconds) of the hostile suite's run: its resource bombs "
+                   "are stopped by it (same mechanism at any value)")] = 5.0) -> None:
     """Raw-data step → dbt build → GX-validated snapshot → golden set verified → guardrails
     (one Dagster run of the project's foundation)."""
     from sqleval_pipeline.orchestrate import FOUNDATION_GROUPS
 
-    summary = run_assets(FOUNDATION_GROUPS, {"ops": {"serving_snapshot": {"config": {"repin": repin}}}})
+    summary = run_assets(FOUNDATION_GROUPS, {"ops": {
+        "serving_snapshot": {"config": {"repin": repin}},
+        "guardrail_suite": {"config": {"timeout_s": guardrail_timeout}}}})
     print_summary(summary, f"sqleval build ({project().name})")
 
 

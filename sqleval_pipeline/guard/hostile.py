@@ -351,6 +351,8 @@ class SuiteReport:
     checksum_before: str
     checksum_after: str
     seconds: float
+    #: the statement timeout the cases ran under (seconds): the policy's, or lower when asked
+    statement_timeout_s: float | None = None
 
     @property
     def checksum_unchanged(self) -> bool:
@@ -408,6 +410,7 @@ class SuiteReport:
             "checksum_after": self.checksum_after,
             "checksum_unchanged": self.checksum_unchanged,
             "seconds": round(self.seconds, 2),
+            "statement_timeout_s": self.statement_timeout_s,
             "totals": dict(Counter(v.verdict for v in self.verdicts)),
             "expect_unmet": [v.case_id for v in self.expect_unmet],
             "unproven": [v.case_id for v in self.unproven],
@@ -547,4 +550,6 @@ def run_suite(cases: Sequence[HostileCase], executor: GuardedExecutor, *, sut: S
         if progress:
             progress(v)
     after = file_checksum(executor.snapshot_path)
-    return SuiteReport(verdicts, str(executor.snapshot_path), before, after, time.perf_counter() - t0)
+    limit = executor.policy.statement_timeout_s
+    return SuiteReport(verdicts, str(executor.snapshot_path), before, after, time.perf_counter() - t0,
+                       min(timeout_s, limit) if timeout_s else limit)

@@ -70,6 +70,7 @@ def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
         "got_through": len(through),
         "unproven": len(report.failures) - len(through),
         "seconds": round(report.seconds, 1),
+        "statement_timeout_s": report.statement_timeout_s,
         "per_category": dg.MetadataValue.md("\n".join(lines)),
         "report": dg.MetadataValue.path(str(report_path)),
     })
