@@ -26,8 +26,8 @@ from pathlib import Path
 import duckdb
 import sqlglot
 from pydantic import ValidationError
-from sqlglot import exp
 
+from sqleval_pipeline.dialect.tables import table_refs
 from sqleval_pipeline.golden.freeze import FreezeError, FreezeNote, freeze_case
 from sqleval_pipeline.golden.growth import next_id
 from sqleval_pipeline.golden.importers import ImportBatch, ImportRow, Rejection
@@ -389,7 +389,7 @@ def _named_unservable(sql: str, unservable: Mapping[str, str]) -> tuple[str, str
         tree = sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.SqlglotError:
         return None
-    for t in tree.find_all(exp.Table):
+    for t in table_refs(tree):  # base tables only: a CTE named like an unserved model is not it
         for key in (f"{t.db}.{t.name}".lower() if t.db else None, t.name.lower()):
             if key and key in unservable:
                 return (f"{t.db}.{t.name}" if t.db else t.name), unservable[key]

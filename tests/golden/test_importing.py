@@ -353,12 +353,16 @@ def test_a_refusal_on_an_unserved_relation_says_why_and_what_to_do(tmp_path, gol
                  'Adjuster pay?,SELECT avg(salary) FROM restricted.adjuster_pay\n'
                  'Adjuster pay bare?,SELECT avg(salary) FROM adjuster_pay\n'
                  'Staging claims?,SELECT count(*) FROM stg_claims\n'
-                 'Unknown?,SELECT count(*) FROM nowhere\n')
+                 'Unknown?,SELECT count(*) FROM nowhere\n'
+                 '"CTE named like it?","WITH adjuster_pay AS (SELECT 1 AS x) '
+                 'SELECT * FROM adjuster_pay, stg_claims"\n')
     unservable = unservable_reasons([("restricted", "adjuster_pay", "unselected"),
                                      ("staging", "stg_claims", "unselected")], ["restricted"])
     report = do_import(read_questions(p), golden, serving, unservable=unservable)
     rej = {r.line: r.reason for r in report.rejected}
-    assert sorted(rej) == [2, 3, 4, 5]
+    assert sorted(rej) == [2, 3, 4, 5, 6]
+    # the CTE is not the sensitive model: the refusal names the relation really read
+    assert "stg_claims" in rej[6] and "adjuster_pay" not in rej[6], rej[6]
     for line in (2, 3):   # a sensitive schema: never "add it to serve.select"
         assert "sensitive schema 'restricted'" in rej[line] and "should_refuse" in rej[line], rej[line]
         assert "serve.select" not in rej[line]
