@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,9 +27,10 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 # demo once hid a test that needed `dbt parse`). Each process (an xdist worker too) gets an
 # empty build directory of its own; a test that needs one builds it or sets its own.
 os.environ["SQLEVAL_HOME"] = tempfile.mkdtemp(prefix="sqleval-test-home-")
+atexit.register(shutil.rmtree, os.environ["SQLEVAL_HOME"], ignore_errors=True)
 os.environ.pop("DAGSTER_HOME", None)
-# Consoles are made at import (the CLI's), before any fixture runs: a terminal width inherited
-# from the shell or an xdist worker (COLUMNS=80) would wrap what the CLI tests read.
+# The CLI's consoles are made at import, before any fixture runs: a width exported by the
+# shell (COLUMNS=80) would fix theirs and wrap what the CLI tests read.
 os.environ.pop("COLUMNS", None)
 
 
