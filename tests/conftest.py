@@ -169,8 +169,9 @@ def env(serving_snapshot, tmp_path):
 
 @pytest.fixture(autouse=True)
 def _fast_tests_run_no_dbt(request, monkeypatch):
-    """The fast lane is hermetic: a test not marked slow that runs dbt in process fails, naming
-    what to do (dbt builds and parses belong to the slow lane)."""
+    """The fast lane is hermetic: a test not marked slow that runs dbt in process, or builds the
+    project's Dagster definitions, fails, naming what to do (dbt builds and parses, and Dagster
+    runs, belong to the slow lane)."""
     if request.node.get_closest_marker("slow") is not None:
         return
 
@@ -181,6 +182,19 @@ def _fast_tests_run_no_dbt(request, monkeypatch):
     from sqleval_pipeline.warehouse import dbt
 
     monkeypatch.setattr(dbt, "run_dbt", refuse)
+    # ... nor does it build the project's Dagster definitions (a domain package of the test's
+    # own, as the loader's tests use, is fine)
+    from sqleval_pipeline import definitions
+
+    build = definitions.build_definitions
+
+    def refuse_definitions(*args, package=definitions.defs_package, **kwargs):
+        if package is definitions.defs_package:
+            raise AssertionError(f"{request.node.nodeid} builds the project's Dagster definitions but is "
+                                 "not marked slow: mark it @pytest.mark.slow")
+        return build(*args, package=package, **kwargs)
+
+    monkeypatch.setattr(definitions, "build_definitions", refuse_definitions)
 
 
 #: fixtures that build something heavy (the demo warehouse with dbt, a serving snapshot, a

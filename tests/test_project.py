@@ -172,6 +172,7 @@ def test_import_run_and_scorecard(built):
     assert card["snapshot_id"] == snap.read_pinned(project.manifest_dir)
 
 
+@pytest.mark.slow  # `sqleval build` builds the project's Dagster definitions (they fail naming the field)
 def test_a_missing_dbt_project_names_the_field(tmp_path):
     (tmp_path / "sqleval.yaml").write_text("name: x\nas_of: 2024-01-01\ndbt:\n  project_dir: nowhere\n")
     res = sqleval("--project", str(tmp_path), "build")
