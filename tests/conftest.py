@@ -138,14 +138,22 @@ def serving_snapshot(built_warehouse, tmp_path_factory) -> BuiltSnapshot:
     )
 
 
-def cli_home(snapshot: BuiltSnapshot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A build directory of its own for a command under test (``tmp_path/home``, made the
-    process's ``SQLEVAL_HOME`` and ``DAGSTER_HOME``), over the session's snapshots and dbt
-    build (so its test suite keeps the session build's data tests)."""
-    home = tmp_path / "home"
-    home.mkdir()
+def home_over(snapshot: BuiltSnapshot, home: Path) -> Path:
+    """``home`` (made here) as a build directory over the session's build: its snapshots
+    (serving files, neighbour sets) and the dbt target they were frozen from (the manifest and
+    the data tests that ran) are linked, everything else is its own. Without the dbt target a
+    version would run ``dbt parse`` and the test suite would be distilled again, on neighbours
+    that keep no data test."""
+    home.mkdir(parents=True)
     (home / "snapshots").symlink_to(snapshot.home.snapshot_dir)
     (home / "dbt_target").symlink_to(snapshot.home.root / "dbt_target")
+    return home
+
+
+def cli_home(snapshot: BuiltSnapshot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A build directory of its own for a command under test (``tmp_path/home``, made the
+    process's ``SQLEVAL_HOME`` and ``DAGSTER_HOME``), over the session's build (:func:`home_over`)."""
+    home = home_over(snapshot, tmp_path / "home")
     monkeypatch.setenv("SQLEVAL_HOME", str(home))
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
     return home

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from sqleval_pipeline.cli import app
 from sqleval_pipeline.demo import location
+from tests.conftest import home_over
 
 BIN = Path(sys.executable).parent
 CONFIGS = location.EVALS_DIR / "configs"
@@ -44,10 +45,7 @@ def sqleval(args: list[str], env: dict[str, str], timeout: float = 240) -> subpr
 
 
 def home_with_snapshot(root: Path, snapshot) -> Path:
-    home = root / "home"
-    home.mkdir()
-    (home / "snapshots").symlink_to(snapshot.home.snapshot_dir)
-    return home
+    return home_over(snapshot, root / "home")
 
 
 # --------------------------------------------------------------------------- nothing cut

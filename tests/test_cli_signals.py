@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from sqleval_pipeline.demo import location
+from tests.conftest import home_over
 
 pytestmark = pytest.mark.slow
 
@@ -276,9 +277,9 @@ def test_run_waiting_for_a_provider_stops_and_keeps_its_batch(sig, serving_snaps
     Dagster's interruption cannot reach) stops within seconds, says how to resume, and
     leaves its batch in the store to resume from."""
     home, logs, configs = tmp_path / "home", tmp_path / "logs", tmp_path / "configs"
-    for d in (home, logs, configs):
+    for d in (logs, configs):
         d.mkdir()
-    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    home_over(serving_snapshot, home)
     (configs / "silent.yaml").write_text(SILENT_CONFIG)
     server = SilentServer()
     env = {**base_env(home), "SQLEVAL_OPENAI_BASE_URL": f"http://127.0.0.1:{server.port}/v1",

@@ -12,6 +12,7 @@ from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline.configs import load_config
 from sqleval_pipeline.pipeline.records import Attempt, Execution, Grade, load_records
+from tests.conftest import home_over
 
 
 
@@ -59,9 +60,7 @@ def test_partitioned_assets_materialize_through_dagster(serving_snapshot, tmp_pa
 
     manifests = tmp_path / "manifests"
     shutil.copytree(serving_snapshot.manifest_dir, manifests)
-    home = paths.Home(tmp_path / "home")
-    home.root.mkdir()
-    (home.root / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    home = paths.Home(home_over(serving_snapshot, tmp_path / "home"))
     monkeypatch.setenv("SQLEVAL_HOME", str(home.root))  # the project's build dir for this test
     loaded = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     summary = materialize(

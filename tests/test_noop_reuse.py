@@ -16,7 +16,7 @@ from sqleval_pipeline import paths
 from sqleval_pipeline.configs import load_config
 from sqleval_pipeline.demo import location
 from sqleval_pipeline.project import current as current_project
-from tests.conftest import cli_home
+from tests.conftest import cli_home, home_over
 
 CASES = ["com-001", "com-012", "com-055"]
 
@@ -65,9 +65,7 @@ def test_a_noop_materialization_rewrites_nothing_and_parses_each_configuration_o
 
     manifests = tmp_path / "manifests"
     shutil.copytree(serving_snapshot.manifest_dir, manifests)
-    home = paths.Home(tmp_path / "home")
-    home.root.mkdir()
-    (home.root / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    home = paths.Home(home_over(serving_snapshot, tmp_path / "home"))
     monkeypatch.setenv("SQLEVAL_HOME", str(home.root))
     loaded = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
     run_config = {"ops": {"eval_attempts": {"config": {"case_ids": CASES}}}}

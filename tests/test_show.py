@@ -28,6 +28,7 @@ from sqleval_pipeline import project as proj
 from sqleval_pipeline.cli import app
 from sqleval_pipeline.configs import load_config
 from sqleval_pipeline.pipeline.records import OUTCOMES
+from tests.conftest import home_over
 
 runner = CliRunner()
 MARKUP = "[bold red]x[/]"
@@ -85,9 +86,7 @@ def evaluated(serving_snapshot, tmp_path_factory):
     """One store with a full batch of baseline-raw (demo project) and two batches of a
     recorded configuration (a copy of the demo project) whose file has changed since."""
     tmp = tmp_path_factory.mktemp("show")
-    home = tmp / "home"
-    home.mkdir()
-    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    home = home_over(serving_snapshot, tmp / "home")
     demo = proj.load_project(location.REPO_ROOT)
     env = ev.environment(demo, home=paths.Home(home))
     raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml", project=demo)
@@ -378,9 +377,7 @@ def test_errors_say_what_to_do_and_exit_1(evaluated, args, words):
 
 
 def test_no_batch_yet_or_no_complete_batch_names_the_run_command(serving_snapshot, tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    home = home_over(serving_snapshot, tmp_path / "home")
     result = show(home, sorted(golden_cases())[0], "-c", "baseline-raw")
     assert result.exit_code == 1
     out = flat(result.output)

@@ -38,6 +38,7 @@ import pytest
 
 from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
+from tests.conftest import home_over
 
 pytestmark = pytest.mark.slow
 
@@ -538,9 +539,7 @@ def failing_cases_in_grades(grades_parquet: Path) -> dict[str, list[str | None]]
 @pytest.fixture
 def ui_home(serving_snapshot, tmp_path, monkeypatch):
     """A fresh sqleval home with the session's serving snapshot, and its Dagster instance."""
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    home = home_over(serving_snapshot, tmp_path / "home")
     dagster_home = paths.Home(home).dagster_home
     dagster_home.mkdir()
     # a configuration with a provider, known to the run coordinator only: its run is tagged

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sqleval_pipeline.cli.guardrails import app
+from tests.conftest import home_over
 
 runner = CliRunner()
 
@@ -135,9 +136,7 @@ def test_check_prints_markup_literally(args, shown):
 ])
 def test_check_decides_as_the_guard_does(sql, code, said, serving_snapshot, tmp_path, monkeypatch):
     # the project's build dir holds the session's serving file (a clean clone has none)
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    home = home_over(serving_snapshot, tmp_path / "home")
     monkeypatch.setenv("SQLEVAL_HOME", str(home))
     res = runner.invoke(app, ["check", sql])
     assert res.exit_code == code and said in res.output, res.output

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from sqleval_pipeline.demo import location
 from sqleval_pipeline.cli import app
+from tests.conftest import home_over
 
 runner = CliRunner()
 
@@ -38,9 +39,7 @@ def labelling_project(serving_snapshot, tmp_path, monkeypatch):
     (tmp_path / "labels").mkdir()
     project = tmp_path / "sqleval.yaml"
     project.write_text(yaml.safe_dump(spec))
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    home = home_over(serving_snapshot, tmp_path / "home")
     env = {"SQLEVAL_PROJECT": str(project), "SQLEVAL_HOME": str(home),
            "DAGSTER_HOME": str(home / "dagster_home")}
     for k, v in env.items():

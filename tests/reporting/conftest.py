@@ -26,6 +26,7 @@ from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline import project as proj
 from sqleval_pipeline.configs import load_config
+from tests.conftest import home_over
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(1)>"
@@ -79,9 +80,7 @@ def _small_suite(env: ev.Environment, home: Path) -> None:
 @pytest.fixture(scope="session")
 def evaluated(serving_snapshot, tmp_path_factory) -> Evaluated:
     tmp = tmp_path_factory.mktemp("report")
-    home = tmp / "home"
-    home.mkdir()
-    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
+    home = home_over(serving_snapshot, tmp / "home")
     root = tmp / "project"
     (root / "golden").mkdir(parents=True)
     (root / "configs").mkdir()

@@ -24,6 +24,7 @@ from sqleval_pipeline.reporting.annotations import (
 )
 from sqleval_pipeline.reporting.ci_batch import annotation_root, golden_locations, load_batch_results
 from tests.reporting.ci_batches import Spec, gate_against, line_of, write_batch, write_golden
+from tests.conftest import home_over
 
 BASE, CAND = "base@11111111", "cand@22222222"
 LINE = re.compile(r"^::(?P<level>[a-z]+)(?: (?P<props>[^:]*))?::(?P<message>.*)$")
@@ -159,9 +160,7 @@ def test_sqleval_run_writes_junit_summary_and_annotations(serving_snapshot, tmp_
 
     from sqleval_pipeline.cli import app
 
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)  # the session's build of the demo
+    home = home_over(serving_snapshot, tmp_path / "home")  # over the session's build of the demo
     monkeypatch.setenv("SQLEVAL_HOME", str(home))
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
     monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)

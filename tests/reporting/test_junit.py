@@ -20,6 +20,7 @@ from sqleval_pipeline.guard.hostile import CaseVerdict, SuiteReport
 from sqleval_pipeline.reporting.ci_batch import golden_locations, load_batch_results
 from sqleval_pipeline.reporting.junit import JUnitCase, JUnitSuite, evaluation_junit, guardrails_junit, render
 from tests.reporting.ci_batches import Spec, gate_against, write_batch, write_golden
+from tests.conftest import home_over
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "junit"
 SCHEMAS = {name: etree.XMLSchema(etree.parse(str(FIXTURES / name))) for name in ("junit-10.xsd", "JUnit.xsd")}
@@ -274,9 +275,7 @@ def test_sqleval_guardrails_run_writes_junit(serving_snapshot, tmp_path, monkeyp
 
     from sqleval_pipeline.cli import app
 
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)  # the session's build of the demo
+    home = home_over(serving_snapshot, tmp_path / "home")  # over the session's build of the demo
     monkeypatch.setenv("SQLEVAL_HOME", str(home))
     cases = tmp_path / "hostile.jsonl"
     cases.write_text('{"id": "mine-01", "category": "writes", "sql": "DELETE FROM {table}", "expect": ["filter"]}\n'
