@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
@@ -15,17 +15,19 @@ snapshot_app = typer.Typer(no_args_is_help=True, help="The pinned, read-only ser
 
 
 def build(repin: Annotated[bool, typer.Option(help="Accept a new snapshot id")] = False,
-          guardrail_timeout: Annotated[float, typer.Option(
+          guardrail_timeout: Annotated[Optional[float], typer.Option(
               "--guardrail-timeout", min=0.1, max=3600,
-              help="Statement timeout (seconds) of the hostile suite's run: its resource bombs "
-                   "are stopped by it (same mechanism at any value)")] = 5.0) -> None:
+              help="Statement timeout (seconds) of the hostile suite's run (default: the "
+                   "guardrail_suite asset's, 5 s): its resource bombs are stopped by it, the "
+                   "same mechanism at any value")] = None) -> None:
     """Raw-data step → dbt build → GX-validated snapshot → golden set verified → guardrails
     (one Dagster run of the project's foundation)."""
     from sqleval_pipeline.orchestrate import FOUNDATION_GROUPS
 
-    summary = run_assets(FOUNDATION_GROUPS, {"ops": {
-        "serving_snapshot": {"config": {"repin": repin}},
-        "guardrail_suite": {"config": {"timeout_s": guardrail_timeout}}}})
+    ops: dict = {"serving_snapshot": {"config": {"repin": repin}}}
+    if guardrail_timeout is not None:
+        ops["guardrail_suite"] = {"config": {"timeout_s": guardrail_timeout}}
+    summary = run_assets(FOUNDATION_GROUPS, {"ops": ops})
     print_summary(summary, f"sqleval build ({project().name})")
 
 
