@@ -168,11 +168,8 @@ def env(serving_snapshot, tmp_path):
 
     manifests = tmp_path / "manifests"
     shutil.copytree(serving_snapshot.manifest_dir, manifests)
-    home = paths.Home(tmp_path / "home")
-    home.root.mkdir()
-    (home.root / "snapshots").symlink_to(serving_snapshot.home.snapshot_dir)
-    return ev.environment(home=home, manifest_dir=manifests,
-                          dbt_target=serving_snapshot.home.root / "dbt_target")
+    home = paths.Home(home_over(serving_snapshot, tmp_path / "home"))
+    return ev.environment(home=home, manifest_dir=manifests, dbt_target=home.root / "dbt_target")
 
 
 @pytest.fixture(autouse=True)

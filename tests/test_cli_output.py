@@ -44,17 +44,13 @@ def sqleval(args: list[str], env: dict[str, str], timeout: float = 240) -> subpr
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def home_with_snapshot(root: Path, snapshot) -> Path:
-    return home_over(snapshot, root / "home")
-
-
 # --------------------------------------------------------------------------- nothing cut
 
 
 def test_a_long_import_rejection_is_printed_whole(serving_snapshot, tmp_path, monkeypatch):
     """The rejection table of `golden import` keeps a reason of several hundred characters on
     one line, as the import's own JSON report records it."""
-    home = home_with_snapshot(tmp_path, serving_snapshot)
+    home = home_over(serving_snapshot, tmp_path / "home")
     monkeypatch.setenv("SQLEVAL_HOME", str(home))
     monkeypatch.delenv("COLUMNS", raising=False)
     table = "widget_sales_by_depot_and_season_archive_table_of_the_northern_region"
@@ -151,7 +147,7 @@ def evaluated(serving_snapshot, tmp_path_factory):
     """A home with the session's snapshot where `sqleval run --json` evaluated the demo's
     root baseline (baseline-raw)."""
     root = tmp_path_factory.mktemp("cli_output")
-    home = home_with_snapshot(root, serving_snapshot)
+    home = home_over(serving_snapshot, root / "home")
     env = cli_env(home)
     md = root / "raw.md"
     proc = sqleval(["run", "-c", str(CONFIGS / "baseline_raw.yaml"), "--json", "--report", str(md)], env)
@@ -236,7 +232,7 @@ def test_run_quiet_prints_the_verdict_only(evaluated):
 def test_run_json_of_a_failed_gate_lists_the_newly_failing_cases_and_exits_1(serving_snapshot, tmp_path):
     """A candidate worse than its baseline: exit 1 as without --json, the JSON object on
     stdout with the cases the comparison found newly failing, the error on stderr."""
-    home = home_with_snapshot(tmp_path, serving_snapshot)
+    home = home_over(serving_snapshot, tmp_path / "home")
     env = cli_env(home)
     configs = tmp_path / "configs"
     configs.mkdir()

@@ -233,10 +233,14 @@ class GuardedExecutor:
         """
         return self._run(sql, timeout_s=timeout_s, limit=limit, log_extra=log_extra)
 
+    def statement_timeout(self, timeout_s: float | None = None) -> float:
+        """The statement timeout a call runs under: the policy's, or ``timeout_s`` when lower."""
+        limit = self.policy.statement_timeout_s
+        return min(timeout_s, limit) if timeout_s else limit
+
     def _run(self, sql: str, *, timeout_s: float | None = None, limit: int | None = None,
              log_extra: dict[str, Any] | None = None, inspect_only: bool = False) -> GuardResult:
         t0 = time.perf_counter()
-        policy = self.policy
         base = {"sql": sql if isinstance(sql, str) else repr(sql), "snapshot_id": self.snapshot_id,
                 "policy_version": self._policy_version}
 
@@ -246,7 +250,7 @@ class GuardedExecutor:
                 self._log(res, log_extra)
             return res
 
-        timeout = min(timeout_s, policy.statement_timeout_s) if timeout_s else policy.statement_timeout_s
+        timeout = self.statement_timeout(timeout_s)
         # one time budget for all the parent does before a worker takes over (guard/budget.py):
         # the filter, the pinned clock, the filter again on the pinned text
         budget = Budget(min(self.filter.budget_s, timeout))

@@ -550,6 +550,5 @@ def run_suite(cases: Sequence[HostileCase], executor: GuardedExecutor, *, sut: S
         if progress:
             progress(v)
     after = file_checksum(executor.snapshot_path)
-    limit = executor.policy.statement_timeout_s
     return SuiteReport(verdicts, str(executor.snapshot_path), before, after, time.perf_counter() - t0,
-                       min(timeout_s, limit) if timeout_s else limit)
+                       executor.statement_timeout(timeout_s))
