@@ -59,7 +59,13 @@ class FreezeError(SqlevalError, ValueError):
 
 def run_reference(con, sql: str, as_of: dt.date) -> ResultSet:
     """Execute a trusted reference query on an open read-only connection."""
-    cur = con.execute(pin_clock(sql, as_of))
+    return run_pinned(con, pin_clock(sql, as_of))
+
+
+def run_pinned(con, pinned_sql: str) -> ResultSet:
+    """:func:`run_reference` of a text whose clock is already pinned (``pin_clock``): a caller
+    running one query on many databases pins it once."""
+    cur = con.execute(pinned_sql)
     columns = [d[0] for d in cur.description]
     types = [str(d[1]) for d in cur.description]
     rows = cur.fetchmany(MAX_REFERENCE_ROWS + 1)

@@ -39,7 +39,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqleval_pipeline.golden.freeze import run_reference
+from sqleval_pipeline.golden.freeze import run_pinned
+from sqleval_pipeline.guard.clock import pin_clock
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.grading import GRADER_VERSION
 from sqleval_pipeline.results import ResultSet
@@ -61,10 +62,21 @@ MUTANT_TIMEOUT_S = 10.0
 Progress = Callable[[str, int, int], None]
 
 
-def _run(con: Any, sql: str, as_of: Any) -> ResultSet | None:
+def _run(con: Any, sql: str, as_of: Any, pinned: dict[tuple[str, Any], str | None]) -> ResultSet | None:
+    """``sql`` on ``con`` with the clock at ``as_of`` (None when it fails); ``pinned`` keeps each
+    text's pinned form, so a mutant run on every neighbour is tokenized once."""
+    key = (sql, as_of)
+    if key not in pinned:
+        try:
+            pinned[key] = pin_clock(sql, as_of)
+        except Exception:  # noqa: BLE001 - a text sqlglot cannot tokenize is an invalid mutant
+            pinned[key] = None
+    text = pinned[key]
+    if text is None:
+        return None
     try:
         with deadline(con, MUTANT_TIMEOUT_S):
-            return run_reference(con, sql, as_of)
+            return run_pinned(con, text)
     except Exception:  # noqa: BLE001 - DuckDB raises many types; a failing mutant is invalid
         return None
 
@@ -108,14 +120,20 @@ def greedy_cover(kills: Mapping[str, set[int]], order: Sequence[str], min_size: 
 
 
 class _Connections:
-    """One read-only connection per database for the whole distillation."""
+    """One read-only connection per database for the whole distillation. A neighbour (a few
+    hundred rows a table) is read on one thread: DuckDB's scheduling of more costs each of its
+    thousands of small queries about a fifth of its time; the serving snapshot keeps DuckDB's
+    threads (it may be large)."""
 
     def __init__(self) -> None:
         self.open: dict[Path, Any] = {}
 
-    def get(self, path: Path) -> Any:
+    def get(self, path: Path, *, small: bool = False) -> Any:
         if path not in self.open:
-            self.open[path] = open_readonly(path)
+            con = open_readonly(path)
+            if small:
+                con.execute("SET threads = 1")
+            self.open[path] = con
         return self.open[path]
 
     def close(self) -> None:
@@ -140,8 +158,9 @@ def distill_case(case: Case, *, serving_con: Any, snapshot: SnapshotManifest, ne
     valid: list[int] = []
     alive: list[int] = []
     by_kind: dict[str, list[int]] = {}
+    pinned: dict[tuple[str, Any], str | None] = {}
     for idx, m in enumerate(records):
-        got = _run(serving_con, m.sql, snapshot.as_of)
+        got = _run(serving_con, m.sql, snapshot.as_of, pinned)
         if got is None:
             continue
         valid.append(idx)
@@ -155,7 +174,7 @@ def distill_case(case: Case, *, serving_con: Any, snapshot: SnapshotManifest, ne
     frozen_on: dict[str, Case] = {}
     executions = len(records) + len(neighbours) * len(readings)
     for nb in neighbours:
-        con = cons.get(nb.path)
+        con = cons.get(nb.path, small=True)
         frozen = references.get(case, nb, con)
         if isinstance(frozen, str):
             unusable[nb.id] = frozen[:300]
@@ -164,7 +183,7 @@ def distill_case(case: Case, *, serving_con: Any, snapshot: SnapshotManifest, ne
         kills[nb.id] = set()
         executions += len(alive)
         for idx in alive:
-            got = _run(con, records[idx].sql, nb.as_of)
+            got = _run(con, records[idx].sql, nb.as_of, pinned)
             if got is None or not accepts(frozen, got)[0]:
                 kills[nb.id].add(idx)
     killed = set().union(*kills.values()) if kills else set()
