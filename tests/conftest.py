@@ -138,6 +138,19 @@ def serving_snapshot(built_warehouse, tmp_path_factory) -> BuiltSnapshot:
     )
 
 
+@pytest.fixture(scope="session")
+def demo_test_suite(serving_snapshot):
+    """The demo's test suite (the product's default neighbour set, the committed golden set) on
+    the session snapshot: the suite every evaluation over the session build grades with, built
+    here once per process (the first such evaluation would build it otherwise); its handle."""
+    from sqleval_pipeline.pipeline.environment import environment
+    from sqleval_pipeline.pipeline.suite_checks import current_suite
+
+    home = serving_snapshot.home
+    return current_suite(environment(home=home, manifest_dir=serving_snapshot.manifest_dir,
+                                     dbt_target=home.root / "dbt_target"))
+
+
 def home_over(snapshot: BuiltSnapshot, home: Path) -> Path:
     """``home`` (made here) as a build directory over the session's build: its snapshots
     (serving files, neighbour sets) and the dbt target they were frozen from (the manifest and

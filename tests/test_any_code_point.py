@@ -101,7 +101,7 @@ def guard_with_log(serving_snapshot, tmp_path_factory):
     from sqleval_pipeline.guard.policy import load_policy
 
     log_path = tmp_path_factory.mktemp("guardlog") / "guard.jsonl"
-    policy = load_policy(overrides={"limits": {"statement_timeout_s": 1.5, "kill_grace_s": 0.5}},
+    policy = load_policy(overrides={"limits": {"statement_timeout_s": 1.0, "kill_grace_s": 0.5}},
                          served=list(serving_snapshot.manifest.tables))
     with GuardedExecutor(serving_snapshot.path, as_of=serving_snapshot.manifest.as_of, policy=policy,
                          log_path=log_path) as guard:

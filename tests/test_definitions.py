@@ -63,15 +63,19 @@ def test_workspace_points_at_the_definitions():
 
 
 @pytest.mark.slow
-def test_foundation_materializes_through_dagster(tmp_path, monkeypatch):
+def test_foundation_materializes_through_dagster(tmp_path, monkeypatch, serving_snapshot, demo_test_suite):
     from sqleval_pipeline.orchestrate import FOUNDATION_GROUPS, materialize
 
     manifests = tmp_path / "manifests"
     shutil.copytree(location.SNAPSHOT_MANIFEST_DIR, manifests)
     home = paths.Home(tmp_path / "home")
+    # the neighbour sets of the session's build (the same snapshot, golden set and dbt project):
+    # the test_suite asset verifies them and reuses them instead of distilling the set again
+    # (building a suite through the asset is what the foreign-project builds test)
+    shutil.copytree(serving_snapshot.home.snapshot_dir / "neighbours", home.snapshot_dir / "neighbours")
     monkeypatch.setenv("SQLEVAL_HOME", str(home.root))  # the demo project's build dir here
     summary = materialize(FOUNDATION_GROUPS,
-                          {"ops": {"guardrail_suite": {"config": {"timeout_s": 1.0}}}},
+                          {"ops": {"guardrail_suite": {"config": {"timeout_s": 0.5}}}},
                           manifest_dir=str(manifests))
     pinned = snap.read_pinned(location.SNAPSHOT_MANIFEST_DIR)
     assert summary.materialized["serving_snapshot"]["snapshot_id"] == pinned
@@ -84,6 +88,7 @@ def test_foundation_materializes_through_dagster(tmp_path, monkeypatch):
     assert summary.checks["guardrail_suite:snapshot_checksum_unchanged"]
     assert summary.materialized["guardrail_suite"]["got_through"] == 0
     assert summary.materialized["guardrail_suite"]["cases"] >= 140
+    assert summary.materialized["test_suite"]["suite"] == demo_test_suite.digest  # reused, intact
     assert (home.snapshot_dir / f"{pinned}.duckdb").exists()
     # dbt writes into the build dir, never into the dbt project; per-run folders are cleaned up
     assert (home.root / "dbt_target" / "manifest.json").exists()

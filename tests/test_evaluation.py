@@ -562,8 +562,15 @@ def test_a_baseline_holding_a_case_removed_since_is_compared_on_the_cases_both_h
     from sqleval_pipeline.pipeline.records import save_records
     from sqleval_pipeline.scoring import load_scorecard
 
-    raw = load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml")
-    cur = load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml")
+    def on_the_snapshot(loaded):
+        # graded on the snapshot alone (`test_suite: false`, a field that leaves the version as
+        # it is): a golden set without com-001 has a test suite of its own, and distilling it
+        # is not what this test is about (grading on the suite: tests/suite/test_grading.py)
+        return loaded.model_copy(update={"config": loaded.config.model_copy(update={"test_suite": False})})
+
+    raw = on_the_snapshot(load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml"))
+    cur = on_the_snapshot(load_config(location.EVALS_DIR / "configs" / "baseline_curated.yaml"))
+    assert raw.partition_key == load_config(location.EVALS_DIR / "configs" / "baseline_raw.yaml").partition_key
     first = cmp.evaluate(env, raw, case_ids=["com-012", "com-001"])
     folder = env.store.batch_dir(raw.partition_key, first.batch.batch_id)
     # an older grader, so the candidate's comparison re-grades the baseline's attempts

@@ -53,7 +53,7 @@ def insurance(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def built(insurance):
-    res = sqleval("--project", str(insurance), "build", "--guardrail-timeout", "1")
+    res = sqleval("--project", str(insurance), "build", "--guardrail-timeout", "0.5")
     assert res.exit_code == 0, res.output
     return insurance
 

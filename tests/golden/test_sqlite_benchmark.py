@@ -303,7 +303,7 @@ def bench(tmp_path_factory) -> Bench:
     sqlite_files = make_databases(root / "sqlite")
     project = write_project(root, sqlite_files)
     b = Bench(root, project, sqlite_files)
-    b.run("build", "build", "--guardrail-timeout", "1")
+    b.run("build", "build", "--guardrail-timeout", "0.5")
     b.run("import spider", "golden", "import", str(FIXTURE / "dev.json"), "--format", "spider",
           "--reviewer", "fixture-author", "--id-prefix", "spider", ok=False)
     b.run("import bird", "golden", "import", str(FIXTURE / "bird_dev.json"), "--format", "bird",

@@ -14,7 +14,7 @@ from sqleval_pipeline.guard.policy import load_policy
 from sqleval_pipeline.guard.statement_filter import StatementFilter
 from sqleval_pipeline.snapshot import file_checksum
 
-TEST_OVERRIDES = {"limits": {"statement_timeout_s": 1.5, "kill_grace_s": 0.5}}
+TEST_OVERRIDES = {"limits": {"statement_timeout_s": 1.0, "kill_grace_s": 0.5}}
 
 
 @pytest.fixture(scope="session")

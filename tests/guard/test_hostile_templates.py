@@ -344,7 +344,7 @@ def insurance_snapshot(tmp_path_factory):
 
 
 def _guard(path, manifest):
-    policy = load_policy(overrides={"limits": {"statement_timeout_s": 1.5, "kill_grace_s": 0.5}},
+    policy = load_policy(overrides={"limits": {"statement_timeout_s": 1.0, "kill_grace_s": 0.5}},
                          served=list(manifest.tables))
     return GuardedExecutor(path, as_of=manifest.as_of, policy=policy)
 

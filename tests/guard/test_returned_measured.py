@@ -18,7 +18,7 @@ RESULT = 40_000
 
 @pytest.fixture(scope="module")
 def small_caps(serving_snapshot):
-    policy = load_policy(overrides={"limits": {"statement_timeout_s": 1.5, "kill_grace_s": 0.5,
+    policy = load_policy(overrides={"limits": {"statement_timeout_s": 1.0, "kill_grace_s": 0.5,
                                                "max_cell_bytes": CELL, "max_result_bytes": RESULT,
                                                # long texts, so that names alone can be long
                                                "max_sql_bytes": 200_000}},
