@@ -17,11 +17,12 @@ export DBT_SEND_ANONYMOUS_USAGE_STATS := false
 export DO_NOT_TRACK := 1
 export NO_PROXY := 127.0.0.1,localhost
 
-.PHONY: demo test test-browser install ui bench clean help
+.PHONY: demo test test-fast test-browser install ui bench clean help
 
 help:
 	@echo "make demo   build the warehouse and snapshot, verify the golden set, run the main job"
 	@echo "make test   run the test suite (installs .venv from requirements.lock when missing)"
+	@echo "make test-fast  the fast lane: the tests that build nothing (no dbt, no warehouse, no Dagster run)"
 	@echo "make test-browser  open the HTML report in headless Chromium (installs Debian's chromium when missing)"
 	@echo "make ui     open the Dagster UI on the instance the CLI records runs in (HOST, PORT, SQLEVAL_PROJECT)"
 	@echo "make bench  run the benchmarks under benchmarks/"
@@ -38,8 +39,15 @@ $(STAMP): requirements.lock pyproject.toml
 demo: $(STAMP)
 	$(BIN)/sqleval demo
 
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set (__pycache__ is ignored by git):
+# pytest rewrites the asserts of every test module on import and, without its cache, redoes it in
+# every worker of every run, as every sqleval, dbt and guard process recompiles the package
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
+
+# the fast lane: no dbt, no warehouse, no Dagster definitions (tests marked slow are left out)
+test-fast: $(STAMP)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist load -m "not slow"
 
 # the browser tests (pytest -m browser) are skipped by `make test` wherever /usr/bin/chromium is absent
 test-browser: $(STAMP)
