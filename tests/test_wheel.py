@@ -155,7 +155,8 @@ def test_a_foreign_dbt_project_goes_through_init_build_import_run_report(install
         {"id": "bomb", "category": "bombs", "sql": "SELECT count(*) FROM orders a, orders b, orders c, "
                                                    "range(1000000) r1, range(1000000) r2"},
         {"id": "read", "category": "plain", "sql": "SELECT status, count(*) FROM orders GROUP BY 1"}]))
-    ran = _run([sqleval, "--project", "myeval", "guardrails", "run", "--cases", str(own), "--json", "own.json"],
+    ran = _run([sqleval, "--project", "myeval", "guardrails", "run", "--cases", str(own), "--json", "own.json",
+                "--timeout", "1"],
                cwd=work, env=env)
     mine = json.loads((work / "own.json").read_text())
     verdicts = {c["case_id"]: c["verdict"] for c in mine["cases"]}

@@ -36,7 +36,7 @@ def test_run_blocks_everything(tmp_path, serving_snapshot):
     out = tmp_path / "report.json"
     res = runner.invoke(app, ["run", "--cases", str(cases), "--json", str(out), "--snapshot",
                               str(serving_snapshot.path), "--manifest", _manifest(serving_snapshot),
-                              "--timeout", "1.5"])
+                              "--timeout", "1"])
     assert res.exit_code == 0, res.output
     assert "per category" in res.output and "blocked by a non-prompt layer" in res.output
     report = json.loads(out.read_text())
