@@ -105,10 +105,27 @@ def run_dbt(args: list[str], warehouse: Path, target: Path) -> subprocess.Comple
     )
 
 
+def share_between_workers(tmp_path_factory, path: Path, name: str) -> Path:
+    """Under pytest-xdist, ``path`` (a folder) is a link to ``name`` in the run's temporary
+    folder, shared by the workers: what one builds there (a test suite of the session's
+    snapshot, the same in every worker) the others reuse, through the product's own lock
+    (two builders of one suite: one builds, the other reuses it, as two evaluations would).
+    Without xdist, ``path`` is a folder of this process's own."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    shared = tmp_path_factory.getbasetemp().parent / name
+    shared.mkdir(exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(shared, target_is_directory=True)
+    return path
+
+
 @pytest.fixture(scope="session")
 def built_warehouse(tmp_path_factory) -> paths.Home:
     """Raw data generated and loaded, then `dbt build` (models + data tests + unit tests)."""
     home = paths.Home(tmp_path_factory.mktemp("sqleval_home"))
+    share_between_workers(tmp_path_factory, home.snapshot_dir / "neighbours", "demo-neighbours")
     write_raw(home.raw_dir)
     load_raw(home.raw_dir, home.warehouse)
     proc = run_dbt(["build", "--quiet"], home.warehouse, home.root / "dbt_target")
