@@ -159,7 +159,8 @@ def serving_snapshot(built_warehouse, tmp_path_factory) -> BuiltSnapshot:
 def demo_test_suite(serving_snapshot):
     """The demo's test suite (the product's default neighbour set, the committed golden set) on
     the session snapshot: the suite every evaluation over the session build grades with, built
-    here once per process (the first such evaluation would build it otherwise); its handle."""
+    here (the first such evaluation would build it otherwise): once per run, the xdist workers
+    sharing the folder (:func:`share_between_workers`); its handle."""
     from sqleval_pipeline.pipeline.environment import environment
     from sqleval_pipeline.pipeline.suite_checks import current_suite
 
