@@ -202,12 +202,12 @@ def test_a_large_tie_group_grades_quickly():
     case = make_case(["id", "name"], ["BIGINT", "VARCHAR"], pool[:500],
                      tie={"keys": ["k"], "before": 0, "take": 500, "rows": pool})
     got = rs(list(reversed(pool[1000:])), ["id", "name"], ["BIGINT", "VARCHAR"])
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     assert verdict(case, got) == (True, True)
     bad = rs(pool[999:1499], ["id", "name"], ["BIGINT", "VARCHAR"])
     bad.rows[0] = [5000, "n5000"]
     assert verdict(case, bad) == (False, False)
-    assert time.perf_counter() - t0 < 2.0
+    assert time.process_time() - t0 < 2.0
 
 
 # --------------------------------------------------------------------------- the model

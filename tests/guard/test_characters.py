@@ -150,9 +150,9 @@ def test_scan_is_fast_on_a_large_statement():
     import time
 
     sql = "SELECT " + ", ".join(f"'v{i}' || c{i}" for i in range(1500)) + " FROM t -- end"
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     assert scan(sql) is None
-    assert time.perf_counter() - t0 < 0.1
+    assert time.process_time() - t0 < 0.1
 
 
 def test_doctests():

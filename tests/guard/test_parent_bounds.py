@@ -7,6 +7,12 @@ character scan was quadratic in the number of comments. Literal sizes are now ju
 text before any arithmetic, shapes whose parse cost grows are bounded on the token stream,
 every step runs under a time budget (``filter_budget_exceeded``), and a seeded fuzz of
 adversarial literals and shapes checks that every decision is quick.
+
+What these tests time is the work of this process (``time.process_time``: its CPU time), not
+the wall clock: on a loaded machine (CI's two cores run two test workers, their sandboxes and
+subprocesses) the wall clock also counts other processes' turns on the core, which is no cost
+of the filter, and made a decision of 0.25 s of budget take 0.507 s there. The filter's own
+budget stays on the wall clock: under load it refuses sooner, never later.
 """
 
 from __future__ import annotations
@@ -39,9 +45,10 @@ def sf():
 
 
 def _timed(sf: StatementFilter, sql: str):
-    t = time.perf_counter()
+    """The filter's decision on ``sql`` and the CPU time this process spent on it (module doc)."""
+    t = time.process_time()
     v = sf.check(sql)
-    return v, time.perf_counter() - t
+    return v, time.process_time() - t
 
 
 # ----------------------------------------------------------------------------- the issue's cases
@@ -128,9 +135,9 @@ def test_the_character_scan_is_linear():
     stopped (it re-scanned the rest of the text after every comment: quadratic)."""
     for sql in ("SELECT 1 " + "/*x*/ " * 150_000, "SELECT " + "'a'," * 200_000 + "1",
                 "SELECT 1" + "--x\n" * 200_000, "SELECT " + '"a",' * 200_000 + "1"):
-        t = time.perf_counter()
+        t = time.process_time()
         assert scan(sql) is None
-        assert time.perf_counter() - t < 2.0, sql[:20]
+        assert time.process_time() - t < 2.0, sql[:20]
 
 
 # ----------------------------------------------------------------------------- the time budget

@@ -109,9 +109,9 @@ def test_huge_bounds_are_judged_on_their_text_before_any_arithmetic():
     text is inspected first and the series is sized at UNSIZEABLE at once."""
     for call in ("range(1e999999)", "range(-1e999999, 0)", "generate_series(0, 10, 1e-99999)",
                  "range(" + "9" * 5000 + ")", "range(0, 1, 0." + "0" * 5000 + "1)"):
-        t = time.perf_counter()
+        t = time.process_time()
         assert _length(f"SELECT * FROM {call}") == UNSIZEABLE, call
-        assert time.perf_counter() - t < 0.5, call
+        assert time.process_time() - t < 0.5, call
 
 
 def test_counts_beyond_bigint_are_clamped_and_exact_below():

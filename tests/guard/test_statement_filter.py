@@ -84,10 +84,10 @@ def test_filter_is_fast(sf):
     sql = ("SELECT p.category_name, sum(i.quantity) AS units FROM fct_order_items i JOIN dim_products p "
            "USING (product_id) WHERE i.status <> 'cancelled' GROUP BY p.category_name ORDER BY units DESC LIMIT 3")
     sf.check(sql)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for _ in range(50):
         assert sf.check(sql).allowed
-    assert (time.perf_counter() - t0) / 50 < 0.02  # generous bound; the benchmark reports the real figure
+    assert (time.process_time() - t0) / 50 < 0.02  # generous bound; the benchmark reports the real figure
 
 
 # ----------------------------------------------------------------------------- bounds (issue 21)
