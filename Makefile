@@ -41,7 +41,7 @@ demo: $(STAMP)
 
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set (__pycache__ is ignored by git):
 # pytest rewrites the asserts of every test module on import and, without its cache, redoes it in
-# every worker of every run, as every sqleval, dbt and guard process recompiles the package
+# every worker of every run, as every sqleval and guard-worker process recompiles the package
 test: $(STAMP)
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 

@@ -34,6 +34,11 @@ os.environ.pop("DAGSTER_HOME", None)
 os.environ.pop("COLUMNS", None)
 
 
+#: the guard limits of the tests that run resource bombs: the bombs are stopped by a 1 s statement
+#: timeout (the product's default is 30 s; the mechanism is the same at any value)
+BOMB_LIMITS = {"statement_timeout_s": 1.0, "kill_grace_s": 0.5}
+
+
 def demo_tables() -> list[str]:
     """The tables the bundled demo project serves (from its committed pinned manifest)."""
     manifest_dir = location.REPO_ROOT / "snapshots"
@@ -105,7 +110,7 @@ def run_dbt(args: list[str], warehouse: Path, target: Path) -> subprocess.Comple
     )
 
 
-def share_between_workers(tmp_path_factory, path: Path, name: str) -> Path:
+def share_between_workers(tmp_path_factory, path: Path, name: str) -> None:
     """Under pytest-xdist, ``path`` (a folder) is a link to ``name`` in the run's temporary
     folder, shared by the workers: what one builds there (a test suite of the session's
     snapshot, the same in every worker) the others reuse, through the product's own lock
@@ -113,12 +118,11 @@ def share_between_workers(tmp_path_factory, path: Path, name: str) -> Path:
     Without xdist, ``path`` is a folder of this process's own."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         path.mkdir(parents=True, exist_ok=True)
-        return path
+        return
     shared = tmp_path_factory.getbasetemp().parent / name
     shared.mkdir(exist_ok=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.symlink_to(shared, target_is_directory=True)
-    return path
 
 
 @pytest.fixture(scope="session")

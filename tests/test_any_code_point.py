@@ -19,6 +19,7 @@ from sqleval_pipeline.generation.runner import Journal, _read_record
 from sqleval_pipeline.pipeline.records import Attempt, Diagnosis, Execution
 from sqleval_pipeline.pipeline.recordio import RecordWriter, load_records
 from sqleval_pipeline.textfiles import encodable, visible, visible_text, write_atomically
+from tests.conftest import BOMB_LIMITS
 
 #: every code point, lone surrogates included, biased towards the troublesome ones
 NASTY = st.sampled_from([chr(0xD800), chr(0xDFFF), "\x00", "\x1b[31m", "\u202e", "\u2066", "\ufeff",
@@ -101,7 +102,7 @@ def guard_with_log(serving_snapshot, tmp_path_factory):
     from sqleval_pipeline.guard.policy import load_policy
 
     log_path = tmp_path_factory.mktemp("guardlog") / "guard.jsonl"
-    policy = load_policy(overrides={"limits": {"statement_timeout_s": 1.0, "kill_grace_s": 0.5}},
+    policy = load_policy(overrides={"limits": BOMB_LIMITS},
                          served=list(serving_snapshot.manifest.tables))
     with GuardedExecutor(serving_snapshot.path, as_of=serving_snapshot.manifest.as_of, policy=policy,
                          log_path=log_path) as guard:

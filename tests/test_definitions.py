@@ -69,10 +69,10 @@ def test_foundation_materializes_through_dagster(tmp_path, monkeypatch, serving_
     manifests = tmp_path / "manifests"
     shutil.copytree(location.SNAPSHOT_MANIFEST_DIR, manifests)
     home = paths.Home(tmp_path / "home")
-    # the neighbour sets of the session's build (the same snapshot, golden set and dbt project):
-    # the test_suite asset verifies them and reuses them instead of distilling the set again
-    # (building a suite through the asset is what the foreign-project builds test)
-    # (hidden files left out: a lock, or a file another worker is writing in place)
+    # the neighbour sets of the session's build (the same snapshot, golden set and dbt project),
+    # hidden files left out (a lock, a file another worker is writing): the test_suite asset
+    # verifies them and reuses them instead of distilling the set again (building a suite
+    # through the asset is what the foreign-project builds test)
     shutil.copytree(serving_snapshot.home.snapshot_dir / "neighbours", home.snapshot_dir / "neighbours",
                     ignore=shutil.ignore_patterns(".*"))
     monkeypatch.setenv("SQLEVAL_HOME", str(home.root))  # the demo project's build dir here

@@ -13,8 +13,9 @@ from sqleval_pipeline.guard.executor import GuardedExecutor
 from sqleval_pipeline.guard.policy import load_policy
 from sqleval_pipeline.guard.statement_filter import StatementFilter
 from sqleval_pipeline.snapshot import file_checksum
+from tests.conftest import BOMB_LIMITS
 
-TEST_OVERRIDES = {"limits": {"statement_timeout_s": 1.0, "kill_grace_s": 0.5}}
+TEST_OVERRIDES = {"limits": BOMB_LIMITS}
 
 
 @pytest.fixture(scope="session")

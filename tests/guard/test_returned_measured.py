@@ -11,6 +11,7 @@ import pytest
 from sqleval_pipeline.guard.executor import GuardedExecutor, GuardResult
 from sqleval_pipeline.guard.messages import scrub_message
 from sqleval_pipeline.guard.policy import load_policy
+from tests.conftest import BOMB_LIMITS
 
 CELL = 4096
 RESULT = 40_000
@@ -18,7 +19,7 @@ RESULT = 40_000
 
 @pytest.fixture(scope="module")
 def small_caps(serving_snapshot):
-    policy = load_policy(overrides={"limits": {"statement_timeout_s": 1.0, "kill_grace_s": 0.5,
+    policy = load_policy(overrides={"limits": {**BOMB_LIMITS,
                                                "max_cell_bytes": CELL, "max_result_bytes": RESULT,
                                                # long texts, so that names alone can be long
                                                "max_sql_bytes": 200_000}},
