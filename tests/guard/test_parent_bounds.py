@@ -51,6 +51,21 @@ def _timed(sf: StatementFilter, sql: str):
     return v, time.process_time() - t
 
 
+def _least(make_filter, sql: str, first: float, bound: float, tries: int = 3) -> float:
+    """The least of up to ``tries`` measurements of one decision, each on a filter of its own
+    (a filter caches its decisions), taken again only while over ``bound``. A slow path is
+    slow every time; a machine busy with other work (CI's two cores run two test workers, their
+    sandboxes and subprocesses, which also slow this process's own CPU) is not: one decision of
+    the fuzz once measured 0.506 s of CPU there and 0.26 s at most on this machine under four
+    busy loops."""
+    least = first
+    for _ in range(tries - 1):
+        if least < bound:
+            break
+        least = min(least, _timed(make_filter(), sql)[1])
+    return least
+
+
 # ----------------------------------------------------------------------------- the issue's cases
 
 @pytest.mark.parametrize("sql", [
@@ -292,12 +307,15 @@ def test_fuzz_every_decision_is_quick():
     digit strings, nesting, long token streams, chains, pathological Unicode). The filter runs
     with half the bound as its budget; every decision, allowed or refused, must come back
     within the bound and never raise. Prints the worst case measured."""
-    sf = StatementFilter(demo_policy(), budget_s=DECISION_BOUND_S / 2)
+    def make():
+        return StatementFilter(demo_policy(), budget_s=DECISION_BOUND_S / 2)
+
+    sf = make()
     times = []
     for shape, sql in adversarial_texts():
         v, secs = _timed(sf, sql)
         assert v.reason is None or v.message, shape
-        times.append((secs, shape, v.reason))
+        times.append((_least(make, sql, secs, DECISION_BOUND_S), shape, v.reason))
     worst = max(times)
     print(f"\nfilter fuzz: {len(times)} texts, worst {worst[0] * 1000:.1f} ms ({worst[1]}, {worst[2]})")
     slow = [(f"{s:.3f} s", shape, reason) for s, shape, reason in times if s >= DECISION_BOUND_S]
@@ -308,10 +326,14 @@ def test_fuzz_with_a_raised_size_cap_stays_bounded():
     """A policy may raise max_sql_bytes (up to 1,000,000): the token bound keeps the parse
     linear and bounded, and the budget refuses what is left."""
     big = demo_policy(overrides={"limits": {"max_sql_bytes": 200_000}})
-    sf = StatementFilter(big, budget_s=DECISION_BOUND_S / 2)
+
+    def make():
+        return StatementFilter(big, budget_s=DECISION_BOUND_S / 2)
+
+    sf = make()
     worst = (0.0, "")
     for shape, sql in adversarial_texts(seed=7, n=40, size=199_000):
         v, secs = _timed(sf, sql)
-        worst = max(worst, (secs, shape))
+        worst = max(worst, (_least(make, sql, secs, 2 * DECISION_BOUND_S), shape))
     print(f"\nfilter fuzz at 200 KB: worst {worst[0] * 1000:.1f} ms ({worst[1]})")
     assert worst[0] < 2 * DECISION_BOUND_S, worst
