@@ -17,8 +17,9 @@ written. The file is written by one thread, tables in name order, rows in stagin
 the name of the catalog (the name it was attached under: always ``neighbour`` here) and a
 random 16-byte database identifier in the file's main header. :func:`seal` replaces the
 identifier with one derived from the neighbour's content id and recomputes the header's
-checksum, after checking on two fresh files where the identifier is and on the file itself that
-its header checksum is computed the way this module computes it. When either check fails (a
+checksum, after finding where the identifier is (the 16 bytes where four fresh files made alike
+differ) and checking on the file itself that its header checksum is computed the way this
+module computes it. When either check fails (a
 DuckDB whose format differs), the file is left as DuckDB wrote it and ``seal`` says so: the
 content id is still reproducible, the bytes are not.
 """
@@ -160,34 +161,56 @@ def _checksum(block: bytes) -> int:
 
 
 _SPAN: tuple[int, int] | None | bool = False  # False: not calibrated yet
+#: the size of DuckDB's random database identifier
+IDENTIFIER_BYTES = 16
+#: fresh files compared to find it: two random identifiers agree on a given byte one time in 256,
+#: so two files alone would place the span one byte short about once in 128 calibrations (and
+#: leave that byte random in every sealed file); four agree on an edge byte about once in 2**24
+CALIBRATION_FILES = 4
+
+
+def span_of(heads: Sequence[bytes]) -> tuple[int, int] | None:
+    """Where files made alike differ past their header checksum: ``(start, end)`` when that is
+    one run of exactly :data:`IDENTIFIER_BYTES` inside the main header of same-sized DuckDB
+    files, else None (a format this module does not know, or too few files to tell).
+
+    >>> same = bytes(8) + b"DUCK" + bytes(4084)
+    >>> heads = [same[:100] + bytes([i, 7 * i % 256]) * 8 + same[116:] for i in (1, 2, 3)]
+    >>> span_of(heads)
+    (100, 116)
+    >>> span_of(heads[:1]) is None
+    True
+    """
+    if len(heads) < 2 or len({len(h) for h in heads}) != 1 or any(h[8:12] != b"DUCK" for h in heads):
+        return None
+    first = heads[0]
+    if any(h[_HEADER:] != first[_HEADER:] for h in heads[1:]):
+        return None
+    body = sorted({i for h in heads[1:] for i in range(8, min(_HEADER, len(first))) if h[i] != first[i]})
+    if not body:
+        return None
+    lo, hi = body[0], body[-1] + 1
+    return (lo, hi) if hi - lo == IDENTIFIER_BYTES else None
 
 
 def identifier_span() -> tuple[int, int] | None:
     """Where DuckDB writes its random identifier in a file's main header (start, end), found by
-    comparing two empty files made alike; None when they differ anywhere else."""
+    comparing :data:`CALIBRATION_FILES` empty files made alike (:func:`span_of`)."""
     global _SPAN
     if _SPAN is not False:
         return _SPAN  # type: ignore[return-value]
     heads = []
     with tempfile.TemporaryDirectory(prefix="sqleval-calibrate-") as tmp:
-        for sub in ("a", "b"):
-            (Path(tmp) / sub).mkdir()
-            p = Path(tmp) / sub / f"{CATALOG}.duckdb"
+        for n in range(CALIBRATION_FILES):
+            (Path(tmp) / str(n)).mkdir()
+            p = Path(tmp) / str(n) / f"{CATALOG}.duckdb"
             con = duckdb.connect(str(p), config={"threads": "1"})
             con.execute("CREATE TABLE t (x INTEGER)")
             con.execute("CHECKPOINT")
             con.close()
             heads.append(p.read_bytes())
-    a, b = heads
-    diff = [i for i in range(min(len(a), len(b))) if a[i] != b[i]]
-    body = [i for i in diff if i >= 8]
-    span = None
-    if len(a) == len(b) and body and all(i < _HEADER for i in diff) and a[8:12] == b"DUCK":
-        lo, hi = min(body), max(body) + 1
-        if hi - lo <= 32:
-            span = (lo, hi)
-    _SPAN = span
-    return span
+    _SPAN = span_of(heads)
+    return _SPAN
 
 
 def seal(path: Path, content_id: str) -> bool:

@@ -14,7 +14,7 @@ from sqleval_pipeline.guard.clock import pin_clock
 from sqleval_pipeline.suite.constraints import (
     AcceptedValues, Constraints, NotNull, Relationship, Unique, constraints_from_dbt, load_dbt_constraints, violations,
 )
-from sqleval_pipeline.suite.files import repair, seal, stage
+from sqleval_pipeline.suite.files import IDENTIFIER_BYTES, identifier_span, repair, seal, span_of, stage
 from sqleval_pipeline.suite.generate import PROFILES, draw, placements
 from sqleval_pipeline.suite.probes import Boundary, analyse
 from sqleval_pipeline.suite.source import Domain, TableInfo
@@ -95,6 +95,27 @@ def test_sealing_makes_the_bytes_depend_on_the_content_only(tmp_path):
     assert con.execute("SELECT sum(x) FROM t").fetchone()[0] == 45
     con.close()
     assert seal(b, "nbr-000000000002") and a.read_bytes() != b.read_bytes()  # another id, another header
+
+
+def test_the_identifier_is_found_whole_when_two_fresh_files_happen_to_share_its_edge_bytes(tmp_path):
+    # DuckDB's identifier is random: two files agree on its first or last byte once in 256, and
+    # a span taken from those two alone is a byte short (that byte then stays random when sealed)
+    real = []
+    for n in range(2):
+        p = tmp_path / str(n) / "neighbour.duckdb"
+        p.parent.mkdir()
+        _tiny(p, 1)
+        real.append(p.read_bytes())
+    lo, hi = identifier_span()
+    assert hi - lo == IDENTIFIER_BYTES
+    rng = np.random.default_rng(7)
+    ids = [bytearray(rng.bytes(IDENTIFIER_BYTES)) for _ in range(4)]
+    ids[1][0] = ids[0][0]       # the first two share the first byte,
+    ids[2][-1] = ids[0][-1]     # the first and third the last one
+    heads = [real[0][:lo] + bytes(i) + real[0][hi:] for i in ids]
+    assert span_of(heads[:2]) is None                                  # one byte short: not trusted
+    assert span_of(heads[:3]) == span_of(heads) == (lo, hi)            # a third file differs there
+    assert span_of([heads[0], heads[1][:-1] + b"x"]) is None           # a difference past the header
 
 
 def test_a_header_that_does_not_check_out_is_left_alone(tmp_path):
