@@ -1,7 +1,7 @@
 """Fixtures for the guard tests: one warm executor on the session's serving snapshot.
 
-Timeouts are short here (statement 1.5 s, kill grace 0.5 s) so that resource bombs are
-contained quickly; the mechanism is the one production uses.
+Timeouts are short here (tests.conftest.BOMB_LIMITS) so that resource bombs are contained
+quickly; the mechanism is the one production uses.
 """
 
 from __future__ import annotations
