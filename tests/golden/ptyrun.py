@@ -18,7 +18,12 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB0-2]|\r")
 
 def _controlling_terminal() -> None:
     """In the child, after ``setsid``: make the pty (its stdin) the controlling terminal, so
-    Ctrl-C typed there is SIGINT, as in a real terminal."""
+    Ctrl-C typed there is SIGINT, as in a real terminal; and give the program the signal
+    dispositions a shell gives a foreground job. The test runner may itself run with SIGINT and
+    SIGQUIT ignored (started as ``cmd &`` from a script, without job control), and an ignored
+    signal stays ignored across exec: Ctrl-C would then be echoed and do nothing."""
+    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
