@@ -20,13 +20,13 @@ from sqleval_pipeline.guard.hostile import (
     load_templates, run_case, run_suite,
 )
 from sqleval_pipeline.snapshot import file_checksum
-from tests.conftest import BOMB_LIMITS
+from tests.conftest import HOSTILE_ONLY_LIMITS
 
 TEMPLATES = load_templates()
 #: the case ids the demo instantiation must produce (every template; for_each per sensitive model)
 CASE_IDS = [f"{t.id}[{s}.{n}]" if t.for_each == "sensitive" else t.id
             for t in TEMPLATES for s, n in (DEMO_SENSITIVE if t.for_each == "sensitive" else [("", "")])]
-TEST_LIMITS = {"limits": BOMB_LIMITS}
+TEST_LIMITS = {"limits": HOSTILE_ONLY_LIMITS}
 
 
 @pytest.fixture(scope="module")

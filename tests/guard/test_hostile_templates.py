@@ -24,7 +24,7 @@ from sqleval_pipeline.guard.hostile import (
     sensitive_from_dbt,
 )
 from sqleval_pipeline.guard.policy import load_policy
-from tests.conftest import BOMB_LIMITS
+from tests.conftest import HOSTILE_ONLY_LIMITS
 
 SENSITIVE = ("restricted", "adjuster_notes")
 DEMO_NAMES = ("fct_orders", "fct_order_items", "fct_returns", "dim_customers", "dim_products", "dim_segments",
@@ -345,7 +345,7 @@ def insurance_snapshot(tmp_path_factory):
 
 
 def _guard(path, manifest):
-    policy = load_policy(overrides={"limits": BOMB_LIMITS},
+    policy = load_policy(overrides={"limits": HOSTILE_ONLY_LIMITS},
                          served=list(manifest.tables))
     return GuardedExecutor(path, as_of=manifest.as_of, policy=policy)
 
