@@ -19,9 +19,9 @@ random 16-byte database identifier in the file's main header. :func:`seal` repla
 identifier with one derived from the neighbour's content id and recomputes the header's
 checksum, after finding where the identifier is (the 16 bytes where four fresh files made alike
 differ) and checking on the file itself that its header checksum is computed the way this
-module computes it. When either check fails (a
-DuckDB whose format differs), the file is left as DuckDB wrote it and ``seal`` says so: the
-content id is still reproducible, the bytes are not.
+module computes it. When either check fails (a DuckDB whose format differs), the file is left
+as DuckDB wrote it and ``seal`` says so: the content id is still reproducible, the bytes are
+not.
 """
 
 from __future__ import annotations
