@@ -10,6 +10,7 @@ import yaml
 from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline import snapshot as snap
+from tests.conftest import HOSTILE_ONLY_TIMEOUT_S
 
 
 @pytest.mark.slow
@@ -77,7 +78,7 @@ def test_foundation_materializes_through_dagster(tmp_path, monkeypatch, serving_
                     ignore=shutil.ignore_patterns(".*"))
     monkeypatch.setenv("SQLEVAL_HOME", str(home.root))  # the demo project's build dir here
     summary = materialize(FOUNDATION_GROUPS,
-                          {"ops": {"guardrail_suite": {"config": {"timeout_s": 0.5}}}},
+                          {"ops": {"guardrail_suite": {"config": {"timeout_s": HOSTILE_ONLY_TIMEOUT_S}}}},
                           manifest_dir=str(manifests))
     pinned = snap.read_pinned(location.SNAPSHOT_MANIFEST_DIR)
     assert summary.materialized["serving_snapshot"]["snapshot_id"] == pinned

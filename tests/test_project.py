@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from sqleval_pipeline import project as proj
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.cli import app
+from tests.conftest import HOSTILE_ONLY_TIMEOUT_S
 
 FIXTURE = Path(__file__).parent / "fixtures" / "projects" / "insurance"
 runner = CliRunner()
@@ -53,7 +54,7 @@ def insurance(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def built(insurance):
-    res = sqleval("--project", str(insurance), "build", "--guardrail-timeout", "0.5")
+    res = sqleval("--project", str(insurance), "build", "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S))
     assert res.exit_code == 0, res.output
     return insurance
 

@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from sqleval_pipeline.golden.freeze import run_pinned
-from sqleval_pipeline.guard.clock import pin_clock
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.grading import GRADER_VERSION
+from sqleval_pipeline.guard.clock import pin_clock
 from sqleval_pipeline.results import ResultSet
 from sqleval_pipeline.snapshot import SnapshotManifest, open_readonly
 from sqleval_pipeline.suite.check import ReferenceCache, accepts

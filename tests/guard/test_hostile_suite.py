@@ -39,14 +39,19 @@ def cases(demo_suite):
     return {c.id: c for c in demo_suite.cases}
 
 
+def _executor(serving_snapshot, checksum_before, overrides):
+    """A warm executor on the demo snapshot (the bundled policy over the tables it serves, with
+    ``overrides``); afterwards, the serving file must be unchanged."""
+    with GuardedExecutor(serving_snapshot.path, as_of=serving_snapshot.manifest.as_of,
+                         policy_overrides=overrides) as ex:
+        yield ex
+    assert file_checksum(serving_snapshot.path) == checksum_before, "the serving snapshot was modified"
+
+
 @pytest.fixture(scope="module")
 def guard(serving_snapshot, checksum_before):
-    """A warm executor on the demo snapshot: the bundled policy over the tables it serves."""
-    ex = GuardedExecutor(serving_snapshot.path, as_of=serving_snapshot.manifest.as_of,
-                         policy_overrides=TEST_LIMITS)
-    yield ex
-    ex.close()
-    assert file_checksum(serving_snapshot.path) == checksum_before, "the serving snapshot was modified"
+    """Bombs stopped at the short timeout of a guard that runs hostile cases only."""
+    yield from _executor(serving_snapshot, checksum_before, TEST_LIMITS)
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +59,7 @@ def patient_guard(serving_snapshot, checksum_before):
     """The bundled policy's own limits, for the cases expected to be stopped by a layer other
     than the timeout (the cell cap): a statement that builds one huge cell takes a fraction of a
     second, more on a loaded machine, and a bomb's short timeout would stop it first."""
-    ex = GuardedExecutor(serving_snapshot.path, as_of=serving_snapshot.manifest.as_of)
-    yield ex
-    ex.close()
-    assert file_checksum(serving_snapshot.path) == checksum_before, "the serving snapshot was modified"
+    yield from _executor(serving_snapshot, checksum_before, None)
 
 
 def _cap_only(case) -> bool:
