@@ -55,7 +55,7 @@ demo: $(STAMP)
 	$(BIN)/sqleval demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # the fast lane: no dbt, no warehouse, no Dagster definitions (tests marked slow are left out)
 test-fast: $(STAMP)

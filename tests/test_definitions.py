@@ -1,16 +1,13 @@
 """The Dagster definitions load, and the foundation job really materializes end to end."""
 
-import json
 import shutil
 
 import dagster as dg
 import pytest
-import yaml
 
 from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline import snapshot as snap
-from tests.conftest import HOSTILE_ONLY_TIMEOUT_S
 
 
 @pytest.mark.slow
@@ -65,6 +62,10 @@ def test_workspace_points_at_the_definitions():
 
 @pytest.mark.slow
 def test_foundation_materializes_through_dagster(tmp_path, monkeypatch, serving_snapshot, demo_test_suite):
+    """The demo's foundation, from raw data to its test suite, through Dagster: the snapshot it
+    freezes is the committed pin. (The hostile suite runs once in the suite: on the demo by
+    tests/guard/test_hostile_suite.py, as an asset by every foreign build (tests/test_project.py,
+    the wheel, the SQLite benchmark); drift stopping the foundation is tests/test_project.py's.)"""
     from sqleval_pipeline.orchestrate import FOUNDATION_GROUPS, materialize
 
     manifests = tmp_path / "manifests"
@@ -77,20 +78,15 @@ def test_foundation_materializes_through_dagster(tmp_path, monkeypatch, serving_
     shutil.copytree(serving_snapshot.home.snapshot_dir / "neighbours", home.snapshot_dir / "neighbours",
                     ignore=shutil.ignore_patterns(".*"))
     monkeypatch.setenv("SQLEVAL_HOME", str(home.root))  # the demo project's build dir here
-    summary = materialize(FOUNDATION_GROUPS,
-                          {"ops": {"guardrail_suite": {"config": {"timeout_s": HOSTILE_ONLY_TIMEOUT_S}}}},
-                          manifest_dir=str(manifests))
+    summary = materialize([g for g in FOUNDATION_GROUPS if g != "guardrails"], manifest_dir=str(manifests))
     pinned = snap.read_pinned(location.SNAPSHOT_MANIFEST_DIR)
     assert summary.materialized["serving_snapshot"]["snapshot_id"] == pinned
     assert summary.materialized["golden_set"]["cases"] >= 60
     assert "marts/fct_orders" in summary.materialized
+    assert "guardrail_suite" not in summary.materialized
     assert summary.checks["serving_snapshot:matches_pinned_snapshot"]
     assert summary.checks["serving_snapshot:no_sensitive_objects"]
     assert summary.checks["golden_set:reproduces_on_snapshot"]
-    assert summary.checks["guardrail_suite:all_hostile_cases_blocked"]
-    assert summary.checks["guardrail_suite:snapshot_checksum_unchanged"]
-    assert summary.materialized["guardrail_suite"]["got_through"] == 0
-    assert summary.materialized["guardrail_suite"]["cases"] >= 140
     assert summary.materialized["test_suite"]["suite"] == demo_test_suite.digest  # reused, intact
     assert (home.snapshot_dir / f"{pinned}.duckdb").exists()
     # dbt writes into the build dir, never into the dbt project; per-run folders are cleaned up
@@ -99,56 +95,6 @@ def test_foundation_materializes_through_dagster(tmp_path, monkeypatch, serving_
     assert (home.warehouse).exists()
     # the run is recorded in the instance the UI opens
     assert (home.dagster_home / "dagster.yaml").exists()
-
-    # ---- drift stops the foundation, through Dagster, with the failing checks recorded
-    from sqleval_pipeline.orchestrate import RunFailed
-
-    # 1. the pinned manifest no longer describes what the warehouse gives: serving_snapshot fails
-    # (a pin made from other data: same tables, one row count different, another id)
-    doc = json.loads((manifests / f"{pinned}.json").read_text())
-    table = sorted(doc["tables"])[0]
-    doc["tables"][table]["rows"] += 1
-    doc["tables"][table]["checksum"] = "0" * 64
-    doc["snapshot_id"] = "snap-000000000000"
-    (manifests / "snap-000000000000.json").write_text(json.dumps(doc))
-    snap.write_pinned(manifests, "snap-000000000000")
-    with pytest.raises(RunFailed, match="snapshot drift") as info:
-        materialize(["snapshot"], manifest_dir=str(manifests))
-    assert info.value.summary.checks["serving_snapshot:matches_pinned_snapshot"] is False
-    assert table in str(info.value)
-    # (a pin under another id whose table fingerprints all match: still drift, never accepted)
-    same = json.loads((manifests / f"{pinned}.json").read_text())
-    same["snapshot_id"] = "snap-111111111111"
-    (manifests / "snap-111111111111.json").write_text(json.dumps(same))
-    snap.write_pinned(manifests, "snap-111111111111")
-    with pytest.raises(RunFailed, match="snapshot drift"):
-        materialize(["snapshot"], manifest_dir=str(manifests))
-    snap.write_pinned(manifests, pinned)  # restore the real pin
-
-    # 2. a golden case whose frozen result no longer reproduces: golden_set fails, naming it
-    proj = tmp_path / "project"
-    shutil.copytree(location.REPO_ROOT / "evals", proj / "evals")
-    spec = yaml.safe_load((location.REPO_ROOT / "sqleval.yaml").read_text())
-    spec["dbt"]["project_dir"] = str(location.REPO_ROOT / "dbt_project")
-    spec["validation"] = str(location.REPO_ROOT / spec["validation"])
-    spec["paths"].update(glossary=str(location.REPO_ROOT / spec["paths"]["glossary"]), snapshots=str(manifests),
-                         build=str(home.root))
-    (proj / "sqleval.yaml").write_text(yaml.safe_dump(spec))
-    golden = proj / "evals" / "golden" / "commerce.jsonl"
-    lines = golden.read_text().splitlines()
-    for i, line in enumerate(lines):
-        case = json.loads(line)
-        if case.get("expected") and case["expected"]["rows"] and isinstance(case["expected"]["rows"][0][0], int):
-            case["expected"]["rows"][0][0] += 1
-            lines[i] = json.dumps(case)
-            drifted = case["id"]
-            break
-    golden.write_text("\n".join(lines) + "\n")
-    monkeypatch.setenv("SQLEVAL_PROJECT", str(proj))
-    with pytest.raises(RunFailed, match="no longer reproduce") as info:
-        materialize(["snapshot", "golden"], manifest_dir=str(manifests))
-    assert info.value.summary.checks["golden_set:reproduces_on_snapshot"] is False
-    assert drifted in str(info.value)
 
 
 def test_a_domain_folder_loads_itself(tmp_path, monkeypatch):

@@ -53,9 +53,15 @@ def insurance(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def built(insurance):
+def build_output(insurance) -> str:
+    """What `sqleval build` printed (it built the project: dbt, snapshot, guardrails, golden set, suite)."""
     res = sqleval("--project", str(insurance), "build", "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S))
     assert res.exit_code == 0, res.output
+    return res.output
+
+
+@pytest.fixture(scope="module")
+def built(insurance, build_output):
     return insurance
 
 
@@ -108,7 +114,7 @@ def test_init_refuses_a_selection_that_serves_nothing_and_writes_no_project(tmp_
 
 
 @pytest.mark.slow
-def test_build_serves_the_selected_views_and_nothing_else(built):
+def test_build_serves_the_selected_views_and_nothing_else(built, build_output):
     project = proj.load_project(built)
     pinned = snap.read_pinned(project.manifest_dir)
     manifest = snap.SnapshotManifest.from_file(snap.manifest_path(project.manifest_dir, pinned))
@@ -126,6 +132,11 @@ def test_build_serves_the_selected_views_and_nothing_else(built):
     # guardrails ran on this project's tables and every case was blocked
     report = json.loads((project.home.root / "reports" / "guardrails.json").read_text())
     assert report["passed"] and report["checksum_unchanged"]
+    # ... through the guardrail_suite asset, whose blocking checks (every case blocked, the
+    # serving file unchanged) passed: only the empty golden set's coverage check failed
+    out = _one_line(build_output)
+    assert f"{len(report['cases'])} hostile cases, 0 got through" in out
+    assert "asset checks passed (failed: golden_set:coverage)" in out
     sqls = " ".join(c.get("sql") or "" for c in report["cases"])
     assert "restricted.adjuster_notes" in sqls and "fct_orders" not in sqls
 
@@ -171,6 +182,64 @@ def test_import_run_and_scorecard(built):
     acc = card["overall"]["accuracy"]
     assert acc["den"] == 3 * len(answerable) and 0 < acc["num"] <= acc["den"]  # 3 runs per case
     assert card["snapshot_id"] == snap.read_pinned(project.manifest_dir)
+
+
+@pytest.mark.slow
+def test_drift_stops_the_foundation_through_dagster(built, monkeypatch):
+    """What no longer matches its pin stops the foundation, through Dagster, with the failing
+    check recorded and named: a pinned manifest the warehouse no longer gives, and a golden case
+    whose frozen result no longer reproduces. On a copy of the built project (the module's
+    project stays as it was)."""
+    from sqleval_pipeline.orchestrate import RunFailed, materialize
+
+    drifted = built.parent / "drifted"  # beside the project: its `../dbt` is the same dbt project
+    shutil.copytree(built, drifted, ignore=shutil.ignore_patterns("dagster_home"))
+    for f in (drifted / "evals" / "golden").glob("*.jsonl"):
+        f.unlink()
+    res = sqleval("--project", str(drifted), "golden", "import", str(FIXTURE / "questions.csv"), "--reviewer", "qa")
+    assert res.exit_code == 0, res.output
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)  # a run sets the project's: restored after the test
+    project = proj.load_project(drifted)
+    manifests = project.manifest_dir
+    pinned = snap.read_pinned(manifests)
+
+    # 1. the pinned manifest no longer describes what the warehouse gives: serving_snapshot fails
+    # (a pin made from other data: same tables, one row count different, another id)
+    doc = json.loads((manifests / f"{pinned}.json").read_text())
+    table = sorted(doc["tables"])[0]
+    doc["tables"][table]["rows"] += 1
+    doc["tables"][table]["checksum"] = "0" * 64
+    doc["snapshot_id"] = "snap-000000000000"
+    (manifests / "snap-000000000000.json").write_text(json.dumps(doc))
+    snap.write_pinned(manifests, "snap-000000000000")
+    with pytest.raises(RunFailed, match="snapshot drift") as info:
+        materialize(["snapshot"], project=project)
+    assert info.value.summary.checks["serving_snapshot:matches_pinned_snapshot"] is False
+    assert table in str(info.value)
+    # (a pin under another id whose table fingerprints all match: still drift, never accepted)
+    same = json.loads((manifests / f"{pinned}.json").read_text())
+    same["snapshot_id"] = "snap-111111111111"
+    (manifests / "snap-111111111111.json").write_text(json.dumps(same))
+    snap.write_pinned(manifests, "snap-111111111111")
+    with pytest.raises(RunFailed, match="snapshot drift"):
+        materialize(["snapshot"], project=project)
+    snap.write_pinned(manifests, pinned)  # the real pin again
+
+    # 2. a golden case whose frozen result no longer reproduces: golden_set fails, naming it
+    golden = project.default_golden_file()
+    lines = golden.read_text().splitlines()
+    for i, line in enumerate(lines):
+        case = json.loads(line)
+        if case.get("expected") and case["expected"]["rows"] and isinstance(case["expected"]["rows"][0][0], int):
+            case["expected"]["rows"][0][0] += 1
+            lines[i] = json.dumps(case)
+            drifted_case = case["id"]
+            break
+    golden.write_text("\n".join(lines) + "\n")
+    with pytest.raises(RunFailed, match="no longer reproduce") as info:
+        materialize(["snapshot", "golden"], project=project)
+    assert info.value.summary.checks["golden_set:reproduces_on_snapshot"] is False
+    assert drifted_case in str(info.value)
 
 
 @pytest.mark.slow  # `sqleval build` builds the project's Dagster definitions (they fail naming the field)
