@@ -202,9 +202,10 @@ def wait_http(port: int, proc: subprocess.Popen, logs: Path, timeout: float = 12
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_ui_stops_with_every_process_it_started(sig, tmp_path):
+def test_ui_stops_with_every_process_it_started(sig, serving_snapshot, tmp_path):
     home, logs = tmp_path / "home", tmp_path / "logs"
-    home.mkdir()
+    # the session's build under it: the dbt manifest is there (no `dbt parse` before the UI starts)
+    home_over(serving_snapshot, home)
     logs.mkdir()
     port = free_port()
     proc = start([str(BIN / "sqleval"), "ui", "--port", str(port)], base_env(home), logs)
