@@ -33,9 +33,10 @@ def _one_line(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def insurance(tmp_path_factory):
+def initialised(tmp_path_factory):
     """The insurance dbt project copied into a temporary folder, and a sqleval project over it
-    written by `sqleval init` (nothing of the repository is written to)."""
+    written by `sqleval init` (nothing of the repository is written to): the project's folder
+    and what `sqleval init` printed."""
     root = tmp_path_factory.mktemp("insurance")
     dbt_dir = root / "dbt"
     shutil.copytree(FIXTURE, dbt_dir, ignore=shutil.ignore_patterns("target", "logs", "*.duckdb",
@@ -47,9 +48,14 @@ def insurance(tmp_path_factory):
     res = sqleval("init", str(project_dir), "--dbt-project", str(dbt_dir), "--select", "tag:serving",
                   "--as-of", "2024-06-30", "--sensitive-schemas", "restricted")
     assert res.exit_code == 0, res.output
-    yield project_dir
+    yield project_dir, res.output
     mp.undo()
     proj.select(None)
+
+
+@pytest.fixture(scope="module")
+def insurance(initialised) -> Path:
+    return initialised[0]
 
 
 @pytest.fixture(scope="module")
@@ -86,12 +92,8 @@ def test_init_writes_a_project_and_says_what_to_do_next(insurance):
 
 
 @pytest.mark.slow  # runs dbt (parse, ls) on a foreign project
-def test_init_prints_what_it_serves(tmp_path, insurance):
-    dbt_dir = insurance.parent / "dbt"
-    res = sqleval("init", str(tmp_path / "p"), "--dbt-project", str(dbt_dir), "--select", "tag:serving",
-                  "--as-of", "2024-06-30", "--sensitive-schemas", "restricted")
-    assert res.exit_code == 0, res.output
-    out = _one_line(res.output)
+def test_init_prints_what_it_serves(initialised):
+    out = _one_line(initialised[1])
     assert f"serves {len(_served_models())} model(s): " in out
     assert all(name in out for name in _served_models())
 
