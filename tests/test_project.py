@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from sqleval_pipeline import project as proj
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.cli import app
-from tests.conftest import HOSTILE_ONLY_TIMEOUT_S
+from tests.conftest import HOSTILE_ONLY_KILL_GRACE_S, HOSTILE_ONLY_TIMEOUT_S
 
 FIXTURE = Path(__file__).parent / "fixtures" / "projects" / "insurance"
 runner = CliRunner()
@@ -61,7 +61,8 @@ def insurance(initialised) -> Path:
 @pytest.fixture(scope="module")
 def build_output(insurance) -> str:
     """What `sqleval build` printed (it built the project: dbt, snapshot, guardrails, golden set, suite)."""
-    res = sqleval("--project", str(insurance), "build", "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S))
+    res = sqleval("--project", str(insurance), "build", "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S),
+                  "--guardrail-kill-grace", str(HOSTILE_ONLY_KILL_GRACE_S))
     assert res.exit_code == 0, res.output
     return res.output
 

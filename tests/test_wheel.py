@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from sqleval_pipeline.demo import location
-from tests.conftest import HOSTILE_ONLY_TIMEOUT_S
+from tests.conftest import HOSTILE_ONLY_KILL_GRACE_S, HOSTILE_ONLY_TIMEOUT_S
 
 pytestmark = pytest.mark.slow
 
@@ -139,14 +139,16 @@ def test_a_foreign_dbt_project_goes_through_init_build_import_run_report(install
     shutil.copytree(JAFFLE, dbt_dir, ignore=shutil.ignore_patterns("target", "logs"))
     before = {p: p.read_bytes() for p in dbt_dir.rglob("*") if p.is_file()}
     _run([sqleval, "init", "myeval", "--dbt-project", "jaffle", "--as-of", "2018-04-30"], cwd=work, env=env)
-    # (the bombs are stopped by a short statement timeout instead of 5 s: same mechanism, quicker)
-    _run([sqleval, "--project", "myeval", "build", "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S)], cwd=work,
-         env=env, timeout=900)
+    # (the bombs are stopped by a short statement timeout instead of 5 s, and a worker that does
+    # not answer is killed 0.5 s after it instead of 2 s: same mechanism, quicker)
+    _run([sqleval, "--project", "myeval", "build", "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S),
+          "--guardrail-kill-grace", str(HOSTILE_ONLY_KILL_GRACE_S)], cwd=work, env=env, timeout=900)
     # every model served, among them tables called policy, salaries, leak, expected_df: the
     # bundled hostile suite passes on it all the same
     guard = json.loads((work / "myeval" / ".sqleval" / "reports" / "guardrails.json").read_text())
     assert guard["passed"] and guard["checksum_unchanged"] and not guard["failures"]
     assert guard["statement_timeout_s"] == HOSTILE_ONLY_TIMEOUT_S
+    assert guard["kill_grace_s"] == HOSTILE_ONLY_KILL_GRACE_S
     assert any(c["reason"] == "statement_timeout" for c in guard["cases"])  # a bomb met it
     assert not guard["not_hostile"] and len(guard["cases"]) > 300
     # a reviewer's own cases, naming the real tables, run as written

@@ -19,14 +19,21 @@ def build(repin: Annotated[bool, typer.Option(help="Accept a new snapshot id")] 
               "--guardrail-timeout", min=0.1, max=3600,
               help="Statement timeout (seconds) of the hostile suite's run (default: the "
                    "guardrail_suite asset's, 5 s): its resource bombs are stopped by it, the "
-                   "same mechanism at any value")] = None) -> None:
+                   "same mechanism at any value")] = None,
+          guardrail_kill_grace: Annotated[Optional[float], typer.Option(
+              "--guardrail-kill-grace", min=0.1, max=60,
+              help="Seconds a guard worker has to answer after that timeout before it is killed "
+                   "(a bomb DuckDB cannot interrupt; default: the guard policy's kill_grace_s, "
+                   "2 s bundled); only lowers it")] = None) -> None:
     """Raw-data step → dbt build → GX-validated snapshot → golden set verified → guardrails
     (one Dagster run of the project's foundation)."""
     from sqleval_pipeline.orchestrate import FOUNDATION_GROUPS
 
     ops: dict = {"serving_snapshot": {"config": {"repin": repin}}}
-    if guardrail_timeout is not None:
-        ops["guardrail_suite"] = {"config": {"timeout_s": guardrail_timeout}}
+    guardrails = {k: v for k, v in (("timeout_s", guardrail_timeout), ("kill_grace_s", guardrail_kill_grace))
+                  if v is not None}
+    if guardrails:
+        ops["guardrail_suite"] = {"config": guardrails}
     summary = run_assets(FOUNDATION_GROUPS, {"ops": ops})
     print_summary(summary, f"sqleval build ({project().name})")
 

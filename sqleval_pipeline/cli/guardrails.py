@@ -1,6 +1,6 @@
 """``sqleval guardrails``: run the hostile suite against the guard.
 
-    sqleval guardrails run [--cases FILE ...] [--json OUT] [--junit FILE] [--snapshot PATH] [--timeout S]
+    sqleval guardrails run [--cases FILE ...] [--json OUT] [--junit FILE] [--snapshot PATH] [--timeout S] [--kill-grace S]
     sqleval guardrails report [-o FILE.html]
 
 Runs the project's suite (the bundled templates instantiated over its served tables and
@@ -81,6 +81,9 @@ def run(
                                                           "among the project's pins)")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="statement timeout for the run, seconds "
                                                              "(bombs are contained within it)")] = 5.0,
+    kill_grace: Annotated[Optional[float], typer.Option(
+        "--kill-grace", min=0.1, max=60, help="seconds a worker has to answer after the timeout before "
+                                              "it is killed (default: the guard policy's; only lowers it)")] = None,
     log: Annotated[Optional[Path], typer.Option("--log", help="append every execution record (JSONL)")] = None,
     junit: Annotated[Optional[Path], typer.Option("--junit", help="write the run as JUnit XML: one test "
                                                   "case per hostile case (docs/ci.md)")] = None,
@@ -110,7 +113,7 @@ def run(
         _fail(str(exc))
     with executor:
         with console.status(f"running {len(suite)} hostile cases on {escape(path.name)} …"):
-            report = run_suite(suite, executor, timeout_s=timeout)
+            report = run_suite(suite, executor, timeout_s=timeout, kill_grace_s=kill_grace)
 
     # every text from a case, the SQL or the database is escaped: `[/x]` is not rich markup
     table = Table(title=f"hostile suite on {escape(path.name)}")

@@ -225,21 +225,28 @@ class GuardedExecutor:
         return self._run(sql, inspect_only=True)
 
     def execute(self, sql: str, *, timeout_s: float | None = None, limit: int | None = None,
-                log_extra: dict[str, Any] | None = None) -> GuardResult:
+                log_extra: dict[str, Any] | None = None, kill_grace_s: float | None = None) -> GuardResult:
         """Run ``sql`` through every layer and return a :class:`GuardResult` (never raises for SQL).
 
-        ``timeout_s`` lowers the statement timeout for this call; ``limit`` (serving paths)
-        injects ``LIMIT`` so DuckDB itself stops after that many rows (the cap still applies).
+        ``timeout_s`` lowers the statement timeout for this call, ``kill_grace_s`` the time the
+        worker then has to answer before it is killed; ``limit`` (serving paths) injects
+        ``LIMIT`` so DuckDB itself stops after that many rows (the cap still applies).
         """
-        return self._run(sql, timeout_s=timeout_s, limit=limit, log_extra=log_extra)
+        return self._run(sql, timeout_s=timeout_s, limit=limit, log_extra=log_extra, kill_grace_s=kill_grace_s)
 
     def statement_timeout(self, timeout_s: float | None = None) -> float:
         """The statement timeout a call runs under: the policy's, or ``timeout_s`` when lower."""
         limit = self.policy.statement_timeout_s
         return min(timeout_s, limit) if timeout_s else limit
 
+    def kill_grace(self, kill_grace_s: float | None = None) -> float:
+        """The kill grace a call runs under: the policy's, or ``kill_grace_s`` when lower."""
+        limit = self.policy.kill_grace_s
+        return min(kill_grace_s, limit) if kill_grace_s else limit
+
     def _run(self, sql: str, *, timeout_s: float | None = None, limit: int | None = None,
-             log_extra: dict[str, Any] | None = None, inspect_only: bool = False) -> GuardResult:
+             log_extra: dict[str, Any] | None = None, inspect_only: bool = False,
+             kill_grace_s: float | None = None) -> GuardResult:
         t0 = time.perf_counter()
         base = {"sql": sql if isinstance(sql, str) else repr(sql), "snapshot_id": self.snapshot_id,
                 "policy_version": self._policy_version}
@@ -289,7 +296,7 @@ class GuardedExecutor:
                                             "snapshot's as-of date.", filter_ms=filter_ms,
                                     executed_sql=executed, **base))
         try:
-            reply = self.pool.run(executed, timeout_s=timeout, inspect_only=inspect_only)
+            reply = self.pool.run(executed, timeout_s=timeout, inspect_only=inspect_only, kill_grace_s=kill_grace_s)
         except Exception as exc:  # noqa: BLE001 - a harness fault, not the SQL's
             return done(GuardResult("error", error_source="harness", reason="sandbox_unavailable",
                                     message=f"{type(exc).__name__}: {exc}", filter_ms=filter_ms,

@@ -353,6 +353,8 @@ class SuiteReport:
     seconds: float
     #: the statement timeout the cases ran under (seconds): the policy's, or lower when asked
     statement_timeout_s: float | None = None
+    #: the time a worker had to answer after it (seconds) before it was killed: the same
+    kill_grace_s: float | None = None
 
     @property
     def checksum_unchanged(self) -> bool:
@@ -411,6 +413,7 @@ class SuiteReport:
             "checksum_unchanged": self.checksum_unchanged,
             "seconds": round(self.seconds, 2),
             "statement_timeout_s": self.statement_timeout_s,
+            "kill_grace_s": self.kill_grace_s,
             "totals": dict(Counter(v.verdict for v in self.verdicts)),
             "expect_unmet": [v.case_id for v in self.expect_unmet],
             "unproven": [v.case_id for v in self.unproven],
@@ -440,7 +443,8 @@ def judge(result: GuardResult, escapes: list[str]) -> tuple[Verdict, str | None]
 
 
 def run_case(case: HostileCase, executor: GuardedExecutor, *, sut: SystemUnderTest | None = None,
-             timeout_s: float | None = None, context: HostileContext | None = None) -> CaseVerdict:
+             timeout_s: float | None = None, context: HostileContext | None = None,
+             kill_grace_s: float | None = None) -> CaseVerdict:
     """Run one case through the system under test (questions) and the guard.
 
     Without ``sut``, questions go to an :class:`AdversarialDouble` aimed at ``context`` (by
@@ -465,7 +469,8 @@ def run_case(case: HostileCase, executor: GuardedExecutor, *, sut: SystemUnderTe
         sql = reply.sql
     roots = [Path(executor.pool.workdir), Path.cwd()]
     watch = _Watch(sql, roots, executor.snapshot_path, Path(executor.pool.workdir))
-    result = executor.execute(sql, timeout_s=timeout_s, log_extra={"hostile_case": case.id})
+    result = executor.execute(sql, timeout_s=timeout_s, log_extra={"hostile_case": case.id},
+                              kill_grace_s=kill_grace_s)
     escapes = watch.escapes()
     verdict, layer = judge(result, escapes)
     warning = None
@@ -530,14 +535,15 @@ def sample_rows(result: GuardResult, n: int = SAMPLE_ROWS, chars: int = SAMPLE_C
 def run_suite(cases: Sequence[HostileCase], executor: GuardedExecutor, *, sut: SystemUnderTest | None = None,
               timeout_s: float | None = None,
               progress: Callable[[CaseVerdict], None] | None = None,
-              context: HostileContext | None = None) -> SuiteReport:
+              context: HostileContext | None = None, kill_grace_s: float | None = None) -> SuiteReport:
     """Run every case; checksum the snapshot file before and after.
 
     ``sut`` answers question cases (default: :class:`AdversarialDouble` reading the data
     through ``executor``, aimed at ``context``, by default the project the cases were
     instantiated for);
     ``timeout_s`` lowers the statement timeout for the run (bombs are then contained sooner;
-    the mechanism is the same).
+    the mechanism is the same), ``kill_grace_s`` the time a worker then has to answer before it
+    is killed (a bomb DuckDB cannot interrupt is stopped that much sooner).
     """
     t0 = time.perf_counter()
     context = context or next((c.context for c in cases if c.context is not None), None)
@@ -545,10 +551,10 @@ def run_suite(cases: Sequence[HostileCase], executor: GuardedExecutor, *, sut: S
     before = file_checksum(executor.snapshot_path)
     verdicts = []
     for case in cases:
-        v = run_case(case, executor, sut=sut, timeout_s=timeout_s)
+        v = run_case(case, executor, sut=sut, timeout_s=timeout_s, kill_grace_s=kill_grace_s)
         verdicts.append(v)
         if progress:
             progress(v)
     after = file_checksum(executor.snapshot_path)
     return SuiteReport(verdicts, str(executor.snapshot_path), before, after, time.perf_counter() - t0,
-                       executor.statement_timeout(timeout_s))
+                       executor.statement_timeout(timeout_s), executor.kill_grace(kill_grace_s))

@@ -494,14 +494,17 @@ class WorkerPool:
             return sorted(w.pid for w in self._all if w.pid is not None)
 
     def run(self, sql: str, *, timeout_s: float | None = None, row_cap: int | None = None,
-            inspect_only: bool = False) -> WorkerReply:
+            inspect_only: bool = False, kill_grace_s: float | None = None) -> WorkerReply:
         """Run one (already filtered) SQL text in a worker; never raises for SQL reasons.
 
+        ``kill_grace_s`` lowers the policy's kill grace for this call: a worker that has not
+        answered within the timeout plus the grace is killed.
         ``inspect_only``: compute and check DuckDB's view of the statement (parse tree and
         bound plan, guard/duckdb_view.py) without executing it; an allowed statement comes
         back ``ok`` with no rows."""
         policy = self.policy
         timeout = float(timeout_s if timeout_s is not None else policy.statement_timeout_s)
+        grace = policy.kill_grace_s if kill_grace_s is None else min(float(kill_grace_s), policy.kill_grace_s)
         wire = wire_limit(policy)
         req = {"sql": sql, "timeout_s": timeout, "row_cap": row_cap or policy.row_cap,
                "max_result_bytes": policy.max_result_bytes, "max_cell_bytes": policy.max_cell_bytes,
@@ -516,12 +519,12 @@ class WorkerPool:
                 self._replace(w)
                 return WorkerReply(False, sandbox_reason="worker_crashed", worker_pid=w.pid,
                                    error_message="the worker was gone before the query was sent")
-            if not w.conn.poll(timeout + policy.kill_grace_s):
+            if not w.conn.poll(timeout + grace):
                 pid = w.pid
                 self._replace(w)
                 return WorkerReply(False, sandbox_reason="wall_clock_kill", worker_pid=pid,
                                    elapsed_ms=(time.perf_counter() - t0) * 1000,
-                                   error_message=f"no answer within {timeout + policy.kill_grace_s:.1f} s: "
+                                   error_message=f"no answer within {timeout + grace:.1f} s: "
                                                  "the worker was killed")
             try:
                 # never read more than the wire limit, whatever the worker sends

@@ -42,7 +42,7 @@ import yaml
 
 from sqleval_pipeline.pipeline.records import Grade, load_records
 from sqleval_pipeline.warehouse.sqlite_seeds import declared_constraints, sqlite_to_dbt_seeds, write_serving_models
-from tests.conftest import HOSTILE_ONLY_TIMEOUT_S
+from tests.conftest import HOSTILE_ONLY_KILL_GRACE_S, HOSTILE_ONLY_TIMEOUT_S
 from tests.golden.conftest import sqleval
 
 #: the tests on the pipeline's outputs share one dbt build, two imports and an evaluation
@@ -304,7 +304,8 @@ def bench(tmp_path_factory) -> Bench:
     sqlite_files = make_databases(root / "sqlite")
     project = write_project(root, sqlite_files)
     b = Bench(root, project, sqlite_files)
-    b.run("build", "build", "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S))
+    b.run("build", "build", "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S),
+          "--guardrail-kill-grace", str(HOSTILE_ONLY_KILL_GRACE_S))
     b.run("import spider", "golden", "import", str(FIXTURE / "dev.json"), "--format", "spider",
           "--reviewer", "fixture-author", "--id-prefix", "spider", ok=False)
     b.run("import bird", "golden", "import", str(FIXTURE / "bird_dev.json"), "--format", "bird",

@@ -67,6 +67,20 @@ def test_dead_idle_worker_is_replaced_before_use(pool):
     assert r.ok and r.rows == [(42,)] and r.worker_pid != pid
 
 
+def test_a_kill_grace_given_for_a_call_only_lowers_the_policys(serving_snapshot, guard_policy):
+    """A worker that does not answer (a bomb DuckDB cannot interrupt) is killed after the
+    timeout plus the call's kill grace when that is lower than the policy's, else the policy's."""
+    bomb = "SELECT length(repeat('x', 2000000000))"
+    with WorkerPool(serving_snapshot.path, guard_policy, size=1) as p:
+        lowered = p.run(bomb, timeout_s=0.3, kill_grace_s=0.2)
+        assert lowered.sandbox_reason == "wall_clock_kill", lowered
+        assert "no answer within 0.5 s" in lowered.error_message
+        higher = p.run(bomb, timeout_s=0.3, kill_grace_s=guard_policy.kill_grace_s + 30)
+        assert higher.sandbox_reason == "wall_clock_kill", higher
+        assert f"no answer within {0.3 + guard_policy.kill_grace_s:.1f} s" in higher.error_message
+        assert p.run("SELECT 1").ok and p.replaced == 2
+
+
 def test_workers_are_recycled(serving_snapshot, guard_policy):
     policy = guard_policy.with_overrides({"sandbox": {"max_queries_per_worker": 2}})
     with WorkerPool(serving_snapshot.path, policy, size=1) as p:

@@ -4,6 +4,8 @@ the project's own files that only reads a served table it names is a warning, *n
 this project* (logged, in the metadata and the report), not a failure."""
 
 import json
+from typing import Optional
+
 import dagster as dg
 
 from sqleval_pipeline import snapshot as snap
@@ -14,6 +16,9 @@ from sqleval_pipeline.textfiles import write_atomically
 class GuardrailConfig(dg.Config):
     timeout_s: float = 5.0
     """Statement timeout for the run: resource bombs are contained within it."""
+    kill_grace_s: Optional[float] = None
+    """Time a worker has to answer after the timeout before it is killed (a bomb DuckDB cannot
+    interrupt): the guard policy's (2 s bundled), or this when lower."""
 
 
 @dg.asset(
@@ -45,7 +50,7 @@ def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
     report_path = sqleval.home.root / "reports" / "guardrails.json"
     policy = project_policy(project, manifest)
     with GuardedExecutor(path, as_of=manifest.as_of, policy=policy) as guard:
-        report = run_suite(suite, guard, timeout_s=config.timeout_s)
+        report = run_suite(suite, guard, timeout_s=config.timeout_s, kill_grace_s=config.kill_grace_s)
     report_path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(report_path, json.dumps(report.to_json(), indent=2, default=str) + "\n")
     not_hostile = [f"{v.case_id}: {v.warning}" for v in report.not_hostile]
@@ -71,6 +76,7 @@ def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
         "unproven": len(report.failures) - len(through),
         "seconds": round(report.seconds, 1),
         "statement_timeout_s": report.statement_timeout_s,
+        "kill_grace_s": report.kill_grace_s,
         "per_category": dg.MetadataValue.md("\n".join(lines)),
         "report": dg.MetadataValue.path(str(report_path)),
     })
