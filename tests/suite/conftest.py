@@ -13,11 +13,13 @@ from sqleval_pipeline.demo import location
 from sqleval_pipeline.golden import load_golden
 from sqleval_pipeline.golden.freeze import freeze_cases, run_reference
 from sqleval_pipeline.golden.model import Case
+from sqleval_pipeline.pipeline.store import file_lock
 from sqleval_pipeline.suite.audit import SuiteReport, run_suite
 from sqleval_pipeline.snapshot import open_readonly
 from sqleval_pipeline.suite.check import Suite, _Failed, load_suite
 from sqleval_pipeline.suite.constraints import Constraints, load_dbt_constraints
 from sqleval_pipeline.suite.neighbours import NeighbourRef, SetParams
+from tests.conftest import share_between_workers
 
 #: one neighbour of each kind, few rows: enough for the demo's golden set, fast to build
 NEIGHBOURS = 6
@@ -52,9 +54,14 @@ def suite_env(serving_snapshot, tmp_path_factory) -> SuiteEnv:
     sources = snap.manifest.sources or {t: f"marts.{t}" for t in snap.manifest.tables}
     constraints = load_dbt_constraints(target, sources)
     params = SetParams(neighbours=NEIGHBOURS, rows_per_table=ROWS)
-    root = tmp_path_factory.mktemp("neighbours")
-    report = run_suite(frozen, serving=snap.path, snapshot=snap.manifest, constraints=constraints, root=root,
-                       params=params)
+    # under xdist, one folder for the workers: the first builds the set and distils the suite,
+    # the next (the same snapshot, cases and parameters) reuses both through the product's own
+    # reuse, after the first is done
+    root = tmp_path_factory.mktemp("suite_env") / "neighbours"
+    share_between_workers(tmp_path_factory, root, "suite-env-neighbours")
+    with file_lock(root / ".suite_env.lock"):
+        report = run_suite(frozen, serving=snap.path, snapshot=snap.manifest, constraints=constraints, root=root,
+                           params=params)
     return SuiteEnv(snap, {c.id: c for c in frozen}, constraints, params, report, load_suite(report.path), root,
                     json.loads((target / "manifest.json").read_text()))
 
