@@ -182,10 +182,11 @@ class GuardPolicy(BaseModel):
     def timeout_ms(self) -> int:
         return max(1, int(self.statement_timeout_s * 1000))
 
-    @property
+    @cached_property
     def version(self) -> str:
         """A short content hash of the resolved policy (recorded with every execution); the
-        same in every process (sets are sorted: their order depends on the hash seed)."""
+        same in every process (sets are sorted: their order depends on the hash seed).
+        Computed once: the policy is immutable."""
         text = json.dumps(_canonical(self.model_dump()), sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
