@@ -183,6 +183,79 @@ def demo_test_suite(serving_snapshot):
                                      dbt_target=home.root / "dbt_target"))
 
 
+#: the insurance example (tests/fixtures/projects/insurance): a dbt project that is not the demo
+INSURANCE = Path(__file__).parent / "fixtures" / "projects" / "insurance"
+
+
+@dataclass(frozen=True)
+class BuiltInsurance:
+    """The insurance example as a sqleval project: `sqleval init` (serving ``tag:serving``,
+    as of 2024-06-30, schema ``restricted`` sensitive) and `sqleval build` (guardrails at the
+    hostile-only timeout and kill grace), once per run. ``project`` is never written to by a
+    test: :meth:`copy` gives a module a project of its own."""
+
+    root: Path  # holds dbt/ (the example, copied) and the projects over it
+    project: Path
+    init_output: str
+    build_output: str
+
+    def copy(self, name: str) -> Path:
+        """A copy of the built project beside it (its ``../dbt`` is the same dbt project),
+        with a Dagster instance of its own (made on first use)."""
+        target = self.root / f"{name}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+        shutil.copytree(self.project, target, ignore=shutil.ignore_patterns("dagster_home"))
+        return target
+
+
+@pytest.fixture(scope="session")
+def built_insurance(tmp_path_factory) -> BuiltInsurance:
+    """:class:`BuiltInsurance`, under xdist built by the first worker that needs it and reused
+    by the other (a lock, then a marker written when the build succeeded: a failed or
+    interrupted build is started again from nothing)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from sqleval_pipeline import project as proj
+    from sqleval_pipeline.cli import app
+    from sqleval_pipeline.pipeline.store import file_lock
+
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        root = tmp_path_factory.mktemp("insurance")
+    else:
+        root = tmp_path_factory.getbasetemp().parent / "insurance"
+        root.mkdir(exist_ok=True)
+    done = root / "built.json"
+    with file_lock(root / ".lock"):
+        if not done.exists():
+            for leftover in (root / "dbt", root / "project"):
+                shutil.rmtree(leftover, ignore_errors=True)
+            shutil.copytree(INSURANCE, root / "dbt", ignore=shutil.ignore_patterns(
+                "target", "logs", "*.duckdb", "sqleval.yaml", "evals"))
+            runner = CliRunner()
+            outputs = {}
+            with pytest.MonkeyPatch.context() as mp:
+                mp.delenv("SQLEVAL_HOME", raising=False)  # the project keeps its own build dir
+                mp.delenv("SQLEVAL_PROJECT", raising=False)
+                mp.delenv("DAGSTER_HOME", raising=False)  # a run sets the project's: restored
+                try:
+                    for step, args in (
+                            ("init", ["init", str(root / "project"), "--dbt-project", str(root / "dbt"),
+                                      "--select", "tag:serving", "--as-of", "2024-06-30",
+                                      "--sensitive-schemas", "restricted"]),
+                            ("build", ["--project", str(root / "project"), "build",
+                                       "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S),
+                                       "--guardrail-kill-grace", str(HOSTILE_ONLY_KILL_GRACE_S)])):
+                        res = runner.invoke(app, args)
+                        assert res.exit_code == 0, f"sqleval {step}:\n{res.output}"
+                        outputs[step] = res.output
+                finally:
+                    proj.select(None)  # the CLI selects a project for the process: forget it
+            done.write_text(json.dumps(outputs))
+        outputs = json.loads(done.read_text())
+    return BuiltInsurance(root, root / "project", outputs["init"], outputs["build"])
+
+
 def home_over(snapshot: BuiltSnapshot, home: Path) -> Path:
     """``home`` (made here) as a build directory over the session's build: its snapshots
     (serving files, neighbour sets) and the dbt target they were frozen from (the manifest and
@@ -249,7 +322,7 @@ def _fast_tests_run_no_dbt(request, monkeypatch):
 
 #: fixtures that build something heavy (the demo warehouse with dbt, a serving snapshot, a
 #: Dagster instance): a test that needs one is in the slow lane
-_SLOW_FIXTURES = frozenset({"built_warehouse", "serving_snapshot"})
+_SLOW_FIXTURES = frozenset({"built_warehouse", "serving_snapshot", "built_insurance"})
 
 
 #: the test modules that take longest (seconds of one worker, measured on two cores: 74 … 14),

@@ -16,9 +16,8 @@ from typer.testing import CliRunner
 from sqleval_pipeline import project as proj
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.cli import app
-from tests.conftest import HOSTILE_ONLY_KILL_GRACE_S, HOSTILE_ONLY_TIMEOUT_S
+from tests.conftest import INSURANCE as FIXTURE
 
-FIXTURE = Path(__file__).parent / "fixtures" / "projects" / "insurance"
 runner = CliRunner()
 
 
@@ -33,42 +32,20 @@ def _one_line(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def initialised(tmp_path_factory):
+def insurance(built_insurance) -> Path:
     """The insurance dbt project copied into a temporary folder, and a sqleval project over it
-    written by `sqleval init` (nothing of the repository is written to): the project's folder
-    and what `sqleval init` printed."""
-    root = tmp_path_factory.mktemp("insurance")
-    dbt_dir = root / "dbt"
-    shutil.copytree(FIXTURE, dbt_dir, ignore=shutil.ignore_patterns("target", "logs", "*.duckdb",
-                                                                      "sqleval.yaml", "evals"))
+    written by `sqleval init` and built by `sqleval build` (tests.conftest.BuiltInsurance; a
+    copy of this module's own: nothing of the repository is written to)."""
     mp = pytest.MonkeyPatch()
     mp.delenv("SQLEVAL_HOME", raising=False)  # each project keeps its own build dir
     mp.delenv("SQLEVAL_PROJECT", raising=False)
-    project_dir = root / "project"
-    res = sqleval("init", str(project_dir), "--dbt-project", str(dbt_dir), "--select", "tag:serving",
-                  "--as-of", "2024-06-30", "--sensitive-schemas", "restricted")
-    assert res.exit_code == 0, res.output
-    yield project_dir, res.output
+    yield built_insurance.copy("project")
     mp.undo()
     proj.select(None)
 
 
 @pytest.fixture(scope="module")
-def insurance(initialised) -> Path:
-    return initialised[0]
-
-
-@pytest.fixture(scope="module")
-def build_output(insurance) -> str:
-    """What `sqleval build` printed (it built the project: dbt, snapshot, guardrails, golden set, suite)."""
-    res = sqleval("--project", str(insurance), "build", "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S),
-                  "--guardrail-kill-grace", str(HOSTILE_ONLY_KILL_GRACE_S))
-    assert res.exit_code == 0, res.output
-    return res.output
-
-
-@pytest.fixture(scope="module")
-def built(insurance, build_output):
+def built(insurance):
     return insurance
 
 
@@ -93,8 +70,8 @@ def test_init_writes_a_project_and_says_what_to_do_next(insurance):
 
 
 @pytest.mark.slow  # runs dbt (parse, ls) on a foreign project
-def test_init_prints_what_it_serves(initialised):
-    out = _one_line(initialised[1])
+def test_init_prints_what_it_serves(built_insurance):
+    out = _one_line(built_insurance.init_output)
     assert f"serves {len(_served_models())} model(s): " in out
     assert all(name in out for name in _served_models())
 
@@ -117,7 +94,7 @@ def test_init_refuses_a_selection_that_serves_nothing_and_writes_no_project(tmp_
 
 
 @pytest.mark.slow
-def test_build_serves_the_selected_views_and_nothing_else(built, build_output):
+def test_build_serves_the_selected_views_and_nothing_else(built, built_insurance):
     project = proj.load_project(built)
     pinned = snap.read_pinned(project.manifest_dir)
     manifest = snap.SnapshotManifest.from_file(snap.manifest_path(project.manifest_dir, pinned))
@@ -137,7 +114,7 @@ def test_build_serves_the_selected_views_and_nothing_else(built, build_output):
     assert report["passed"] and report["checksum_unchanged"]
     # ... through the guardrail_suite asset, whose blocking checks (every case blocked, the
     # serving file unchanged) passed: only the empty golden set's coverage check failed
-    out = _one_line(build_output)
+    out = _one_line(built_insurance.build_output)
     assert f"{len(report['cases'])} hostile cases, 0 got through" in out
     assert "asset checks passed (failed: golden_set:coverage)" in out
     sqls = " ".join(c.get("sql") or "" for c in report["cases"])

@@ -8,7 +8,6 @@ import datetime as dt
 import inspect
 import json
 import re
-import subprocess
 from itertools import combinations
 from pathlib import Path
 
@@ -27,9 +26,9 @@ from sqleval_pipeline.golden.loader import load_golden
 from sqleval_pipeline.golden.vocabulary import Measure
 from sqleval_pipeline.guard.executor import GuardedExecutor
 from sqleval_pipeline.guard.policy import project_policy
-from tests.golden.conftest import CLI, cli_env, sqleval
+from tests.conftest import INSURANCE as FIXTURE
+from tests.golden.conftest import sqleval
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "projects" / "insurance"
 
 
 class Env:
@@ -292,22 +291,10 @@ def test_a_configuration_that_is_no_model_keeps_the_templates(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def insurance(tmp_path_factory):
-    """The insurance example as a sqleval project (init + snapshot, no guardrail suite), with
-    its questions imported as the existing golden set."""
-    import shutil
-
-    root = tmp_path_factory.mktemp("insurance_propose")
-    shutil.copytree(FIXTURE, root / "dbt", ignore=shutil.ignore_patterns(
-        "target", "logs", "*.duckdb", "sqleval.yaml", "evals"))
-    project = root / "project"
-    res = subprocess.run([*CLI, "init", str(project), "--dbt-project", str(root / "dbt"),
-                          "--select", "tag:serving", "--as-of", "2024-06-30",
-                          "--sensitive-schemas", "restricted"], cwd=root, env=cli_env(),
-                         capture_output=True, text=True, timeout=300, check=False)
-    assert res.returncode == 0, res.stdout + res.stderr
-    res = sqleval(project, "snapshot", "build", "--with-warehouse", timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
+def insurance(built_insurance):
+    """The insurance example as a built sqleval project (tests.conftest.BuiltInsurance, a copy
+    of this module's own), with its questions imported as the existing golden set."""
+    project = built_insurance.copy("propose")
     res = sqleval(project, "golden", "import", str(FIXTURE / "questions.csv"), "--reviewer", "qa")
     assert res.returncode == 0, res.stdout + res.stderr
     return project
