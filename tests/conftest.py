@@ -135,15 +135,36 @@ def share_between_workers(tmp_path_factory, path: Path, name: str) -> None:
     path.symlink_to(shared, target_is_directory=True)
 
 
-@pytest.fixture(scope="session")
-def built_warehouse(tmp_path_factory) -> paths.Home:
-    """Raw data generated and loaded, then `dbt build` (models + data tests + unit tests)."""
-    home = paths.Home(tmp_path_factory.mktemp("sqleval_home"))
-    share_between_workers(tmp_path_factory, home.snapshot_dir / "neighbours", "demo-neighbours")
+def _build_warehouse(home: paths.Home) -> None:
     write_raw(home.raw_dir)
     load_raw(home.raw_dir, home.warehouse)
     proc = run_dbt(["build", "--quiet"], home.warehouse, home.root / "dbt_target")
     assert proc.returncode == 0, f"dbt build failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+@pytest.fixture(scope="session")
+def built_warehouse(tmp_path_factory) -> paths.Home:
+    """Raw data generated and loaded, then `dbt build` (models + data tests + unit tests).
+    Under xdist the first worker that needs it builds it in the run's temporary folder and every
+    worker copies it (raw files, warehouse, dbt target) into a build dir of its own: the same
+    bytes the build would give (rawgen and dbt are deterministic), built once."""
+    home = paths.Home(tmp_path_factory.mktemp("sqleval_home"))
+    share_between_workers(tmp_path_factory, home.snapshot_dir / "neighbours", "demo-neighbours")
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        _build_warehouse(home)
+        return home
+    from sqleval_pipeline.pipeline.store import file_lock
+
+    shared = paths.Home(tmp_path_factory.getbasetemp().parent / "demo-warehouse")
+    done = shared.root / "built"
+    with file_lock(shared.root.parent / "demo-warehouse.lock"):
+        if not done.exists():  # (a build that failed or was interrupted starts again from nothing)
+            shutil.rmtree(shared.root, ignore_errors=True)
+            _build_warehouse(shared)
+            done.touch()
+    shutil.copytree(shared.raw_dir, home.raw_dir)
+    shutil.copy2(shared.warehouse, home.warehouse)
+    shutil.copytree(shared.root / "dbt_target", home.root / "dbt_target")
     return home
 
 
