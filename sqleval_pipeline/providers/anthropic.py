@@ -29,9 +29,7 @@ sqleval_pipeline.providers.errors.ProviderError: missing_credentials: set ANTHRO
 
 from __future__ import annotations
 
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from sqleval_pipeline.providers.errors import (
     ProviderError,
@@ -44,11 +42,25 @@ from sqleval_pipeline.providers.errors import (
     unreachable_error,
 )
 
-__all__ = ["anthropic_client", "map_anthropic_error", "no_parsed_output", "parse_mapping_errors"]
+if TYPE_CHECKING:
+    import anthropic
 
-#: what :func:`parse_mapping_errors` maps (anything else, e.g. a bug, propagates untouched)
-MAPPED_ERRORS = (anthropic.APIStatusError, anthropic.APIConnectionError,
-                 anthropic.APIResponseValidationError, ValueError)
+__all__ = ["anthropic_client", "map_anthropic_error", "mapped_errors", "no_parsed_output", "parse_mapping_errors"]
+
+
+def _sdk():
+    """The Anthropic SDK, imported when a client is made or an error mapped: importing it takes
+    about 0.85 s (3,000 modules), which every process that only loads the generators, the
+    judges or the pipeline's definitions would otherwise pay."""
+    import anthropic  # heavy, and needed only by a call to the provider
+
+    return anthropic
+
+
+def mapped_errors() -> tuple[type[Exception], ...]:
+    """What :func:`parse_mapping_errors` maps (anything else, e.g. a bug, propagates untouched)."""
+    sdk = _sdk()
+    return (sdk.APIStatusError, sdk.APIConnectionError, sdk.APIResponseValidationError, ValueError)
 
 
 def anthropic_client(api_key: str | None, *, timeout_s: float, missing_key_message: str,
@@ -64,12 +76,12 @@ def anthropic_client(api_key: str | None, *, timeout_s: float, missing_key_messa
     kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": 0, "timeout": timeout_s}
     if base_url:
         kwargs["base_url"] = base_url
-    return anthropic.Anthropic(**kwargs)
+    return _sdk().Anthropic(**kwargs)
 
 
 def map_anthropic_error(exc: Exception, *, base_url: object, timeout_s: float,
                         credential_hint: str, subject: str) -> ProviderError:
-    """The :class:`ProviderError` for an exception of :data:`MAPPED_ERRORS` (module table).
+    """The :class:`ProviderError` for an exception of :func:`mapped_errors` (module table).
 
     ``subject`` names who answered in a parse failure (``"the model"``, ``"the judge"``).
 
@@ -77,18 +89,19 @@ def map_anthropic_error(exc: Exception, *, base_url: object, timeout_s: float,
     ...                         credential_hint="k", subject="the judge"))
     "malformed_response: the judge's answer is not the expected JSON: 1 validation error"
     """
-    if isinstance(exc, anthropic.APIStatusError):
+    sdk = _sdk()
+    if isinstance(exc, sdk.APIStatusError):
         return map_http_status(
             exc.status_code, getattr(exc, "api_message", None) or str(exc),
             retry_after=parse_retry_after(exc.response.headers),
             raw_response=truncate_raw(body_text(exc.body)), provider="anthropic",
             credential_hint=credential_hint,
         )
-    if isinstance(exc, anthropic.APITimeoutError):
+    if isinstance(exc, sdk.APITimeoutError):
         return timeout_error("anthropic", timeout_s)
-    if isinstance(exc, anthropic.APIConnectionError):
+    if isinstance(exc, sdk.APIConnectionError):
         return unreachable_error(f"the anthropic API at {base_url}", exc.__cause__ or exc)
-    if isinstance(exc, anthropic.APIResponseValidationError):
+    if isinstance(exc, sdk.APIResponseValidationError):
         return ProviderError("malformed_response", f"anthropic response did not validate: {exc}",
                              retryable=True, raw_response=body_text(exc.body))
     if isinstance(exc, ValueError):  # the body or the model's JSON did not parse/validate
@@ -104,7 +117,7 @@ def parse_mapping_errors(client: anthropic.Anthropic, request: dict[str, Any], *
     :class:`ProviderError` (shared by the generator and the LLM judge)."""
     try:
         return client.messages.parse(**request)
-    except MAPPED_ERRORS as exc:
+    except mapped_errors() as exc:
         raise map_anthropic_error(exc, base_url=client.base_url, timeout_s=timeout_s,
                                   credential_hint=credential_hint, subject=subject) from exc
 
