@@ -346,19 +346,19 @@ def _fast_tests_run_no_dbt(request, monkeypatch):
 _SLOW_FIXTURES = frozenset({"built_warehouse", "serving_snapshot", "built_insurance"})
 
 
-#: the test modules that take longest (seconds of one worker, measured on two cores: 74 … 14),
+#: the test modules that take longest (seconds of one worker, measured on two cores: 74 … 12),
 #: longest first. ``make test`` hands each module to a worker as one unit (``--dist loadscope``)
 #: in collection order (``--no-loadscope-reorder``): these start first and the many short modules
 #: fill in the end, so both workers finish together (longest-processing-time-first scheduling;
 #: run last, the long ones left one worker idle for a minute). Order only: no test depends on it,
 #: and a module missing here keeps its place after them.
 LONGEST_FIRST = (
-    "tests/test_project.py", "tests/test_wheel.py", "tests/test_cli_signals.py", "tests/test_definitions.py",
-    "tests/golden/test_sqlite_benchmark.py", "tests/test_cli_output.py", "tests/suite/test_grading.py",
-    "tests/golden/test_propose.py", "tests/guard/test_hostile_suite.py", "tests/guard/test_hostile_templates.py",
-    "tests/guard/test_cache_bounds.py", "tests/test_ui_webserver.py", "tests/test_evaluation.py",
-    "tests/reporting/test_report_browser.py", "tests/suite/test_corpus.py", "tests/warehouse/test_snapshot.py",
-    "tests/warehouse/test_rawgen.py", "tests/reporting/test_html_report.py",
+    "tests/test_project.py", "tests/test_definitions.py", "tests/test_wheel.py", "tests/test_cli_signals.py",
+    "tests/golden/test_sqlite_benchmark.py", "tests/test_cli_output.py", "tests/test_ui_webserver.py",
+    "tests/guard/test_hostile_templates.py", "tests/suite/test_grading.py", "tests/reporting/test_report_browser.py",
+    "tests/test_evaluation.py", "tests/guard/test_hostile_suite.py", "tests/warehouse/test_snapshot.py",
+    "tests/warehouse/test_rawgen.py", "tests/suite/test_cli.py", "tests/guard/test_cache_bounds.py",
+    "tests/test_cli.py", "tests/golden/test_propose.py",
 )
 
 
