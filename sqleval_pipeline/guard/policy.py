@@ -146,6 +146,14 @@ class GuardPolicy(BaseModel):
 
     # ------------------------------------------------------------------ derived
 
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> GuardPolicy:
+        """A copy (pydantic's), without the values derived from the original's fields: a copy
+        with other fields must not keep the original's version or denylist pattern."""
+        copy = super().model_copy(update=update, deep=deep)
+        for name in ("version", "_denied_re"):
+            copy.__dict__.pop(name, None)
+        return copy
+
     @cached_property
     def _denied_re(self) -> re.Pattern[str]:
         return re.compile("|".join(f"(?:{p})" for p in self.denied_function_patterns))

@@ -19,3 +19,21 @@ def test_policy_version_does_not_depend_on_the_hash_seed():
                              env={**os.environ, "PYTHONHASHSEED": seed}, check=True)
         versions.add(out.stdout.strip())
     assert len(versions) == 1, versions
+
+
+def test_the_version_is_the_content_of_the_policy_it_is_read_from():
+    """Computed once per policy object, the version still follows the fields: a copy with a
+    field changed, or a policy with an override, has its own; an equal policy has the same."""
+    from sqleval_pipeline.guard.policy import GuardPolicy
+
+    p = GuardPolicy(tables=frozenset({"main.orders"}))
+    before = p.version
+    assert p.version == before == GuardPolicy(tables=frozenset({"main.orders"})).version
+    changed = p.model_copy(update={"row_cap": 5})
+    assert changed.version != before and changed.version == GuardPolicy(tables=frozenset({"main.orders"}),
+                                                                         row_cap=5).version
+    assert p.model_copy().version == before
+    assert p.with_overrides({"limits": {"row_cap": 5}}).version == changed.version
+    # the denylist pattern follows the fields too
+    denying = p.model_copy(update={"denied_function_patterns": ("secret_.*",)})
+    assert denying.function_denied("secret_fn") and not p.function_denied("secret_fn")
