@@ -6,6 +6,9 @@
   from the source with :mod:`ast`, so nothing is imported.
 * **One error root.** Every exception class defined in the package derives from
   :class:`sqleval_pipeline.errors.SqlevalError` (the command line catches the root only).
+* **The providers' SDKs are imported on use.** Loading the command line, the stages and the
+  Dagster definitions imports neither the Anthropic nor the OpenAI SDK (about 1.2 s together,
+  paid by every process otherwise): only making a client or mapping its error does.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import subprocess
+import sys
 from pathlib import Path
 
 import sqleval_pipeline
@@ -155,3 +160,22 @@ def test_a_damaged_scorecard_is_an_input_error_naming_the_file(tmp_path):
             Scorecard.load(path)
     with pytest.raises(InputError, match="missing.json"):
         Scorecard.load(tmp_path / "missing.json")
+
+
+_LOAD_EVERYTHING = """
+import sys
+import sqleval_pipeline.cli, sqleval_pipeline.definitions, sqleval_pipeline.orchestrate
+import sqleval_pipeline.generation, sqleval_pipeline.judging.llm, sqleval_pipeline.pipeline.diagnoses
+import sqleval_pipeline.providers.anthropic, sqleval_pipeline.providers.http
+print(sorted(m for m in ("anthropic", "openai") if m in sys.modules))
+from sqleval_pipeline.providers.anthropic import mapped_errors
+from sqleval_pipeline.providers.http import openai_mapped_errors
+mapped_errors(), openai_mapped_errors()
+print(sorted(m for m in ("anthropic", "openai") if m in sys.modules))
+"""
+
+
+def test_the_providers_sdks_are_imported_on_use_only():
+    out = subprocess.run([sys.executable, "-c", _LOAD_EVERYTHING], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out == ["[]", "['anthropic', 'openai']"], out

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from sqleval_pipeline.configs import LoadedConfig
 from sqleval_pipeline.judging.base import JudgeInput, is_failure
+from sqleval_pipeline.judging.llm import LLMJudge
 from sqleval_pipeline.judging.rules import RulesJudge
 from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.pipeline.batch_files import load_artifact, save_artifact
@@ -32,9 +33,6 @@ def judges_for(loaded: LoadedConfig, cache_dir: Path | None = None) -> list:
         return []
     judges: list = [RulesJudge()]
     if cfg.judge == "llm":
-        # heavy and optional: the LLM judge imports the providers' SDKs (anthropic alone takes
-        # ~0.8 s), which a rules-judged evaluation never needs
-        from sqleval_pipeline.judging.llm import LLMJudge
         if not cfg.judge_model:
             raise EvaluationError(f"configuration {cfg.name!r}: judge: llm needs judge_model "
                                   "(pinned, and different from the generating model)")

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 
