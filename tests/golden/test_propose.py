@@ -30,7 +30,6 @@ from tests.conftest import INSURANCE as FIXTURE
 from tests.golden.conftest import sqleval
 
 
-
 class Env:
     """A project's pinned snapshot, vocabulary and guard, for proposing in-process."""
 
