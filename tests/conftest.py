@@ -135,7 +135,30 @@ def share_between_workers(tmp_path_factory, path: Path, name: str) -> None:
     path.symlink_to(shared, target_is_directory=True)
 
 
-def _build_warehouse(home: paths.Home) -> None:
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """A folder that ``build(folder)`` filled, once per run: under pytest-xdist, ``name`` in the
+    run's temporary folder, built by the first worker that asks and reused by the other (under
+    a lock; a marker written when ``build`` returned, so a failed or interrupted build starts
+    again from nothing); without xdist, a folder of this process's own."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        folder = tmp_path_factory.mktemp(name)
+        build(folder)
+        return folder
+    from sqleval_pipeline.pipeline.store import file_lock
+
+    base = tmp_path_factory.getbasetemp().parent
+    folder, done = base / name, base / f"{name}.built"
+    with file_lock(base / f"{name}.lock"):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
+def _build_warehouse(root: Path) -> None:
+    home = paths.Home(root)
     write_raw(home.raw_dir)
     load_raw(home.raw_dir, home.warehouse)
     proc = run_dbt(["build", "--quiet"], home.warehouse, home.root / "dbt_target")
@@ -144,27 +167,15 @@ def _build_warehouse(home: paths.Home) -> None:
 
 @pytest.fixture(scope="session")
 def built_warehouse(tmp_path_factory) -> paths.Home:
-    """Raw data generated and loaded, then `dbt build` (models + data tests + unit tests).
-    Under xdist the first worker that needs it builds it in the run's temporary folder and every
-    worker copies it (raw files, warehouse, dbt target) into a build dir of its own: the same
-    bytes the build would give (rawgen and dbt are deterministic), built once."""
+    """Raw data generated and loaded, then `dbt build` (models + data tests + unit tests), once
+    per run (:func:`built_once`), copied (raw files, warehouse, dbt target) into a build dir of
+    this process's own."""
     home = paths.Home(tmp_path_factory.mktemp("sqleval_home"))
     share_between_workers(tmp_path_factory, home.snapshot_dir / "neighbours", "demo-neighbours")
-    if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        _build_warehouse(home)
-        return home
-    from sqleval_pipeline.pipeline.store import file_lock
-
-    shared = paths.Home(tmp_path_factory.getbasetemp().parent / "demo-warehouse")
-    done = shared.root / "built"
-    with file_lock(shared.root.parent / "demo-warehouse.lock"):
-        if not done.exists():  # (a build that failed or was interrupted starts again from nothing)
-            shutil.rmtree(shared.root, ignore_errors=True)
-            _build_warehouse(shared)
-            done.touch()
-    shutil.copytree(shared.raw_dir, home.raw_dir)
-    shutil.copy2(shared.warehouse, home.warehouse)
-    shutil.copytree(shared.root / "dbt_target", home.root / "dbt_target")
+    built = paths.Home(built_once(tmp_path_factory, "demo-warehouse", _build_warehouse))
+    shutil.copytree(built.raw_dir, home.raw_dir)
+    shutil.copy2(built.warehouse, home.warehouse)
+    shutil.copytree(built.root / "dbt_target", home.root / "dbt_target")
     return home
 
 
@@ -228,52 +239,47 @@ class BuiltInsurance:
         return target
 
 
-@pytest.fixture(scope="session")
-def built_insurance(tmp_path_factory) -> BuiltInsurance:
-    """:class:`BuiltInsurance`, under xdist built by the first worker that needs it and reused
-    by the other (a lock, then a marker written when the build succeeded: a failed or
-    interrupted build is started again from nothing)."""
+def _build_insurance(root: Path) -> None:
+    """`sqleval init` and `sqleval build` of the insurance example in ``root`` (its dbt project
+    copied to ``dbt/``, the sqleval project in ``project/``); what they printed in ``built.json``."""
     import json
 
     from typer.testing import CliRunner
 
     from sqleval_pipeline import project as proj
     from sqleval_pipeline.cli import app
-    from sqleval_pipeline.pipeline.store import file_lock
 
-    if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        root = tmp_path_factory.mktemp("insurance")
-    else:
-        root = tmp_path_factory.getbasetemp().parent / "insurance"
-        root.mkdir(exist_ok=True)
-    done = root / "built.json"
-    with file_lock(root / ".lock"):
-        if not done.exists():
-            for leftover in (root / "dbt", root / "project"):
-                shutil.rmtree(leftover, ignore_errors=True)
-            shutil.copytree(INSURANCE, root / "dbt", ignore=shutil.ignore_patterns(
-                "target", "logs", "*.duckdb", "sqleval.yaml", "evals"))
-            runner = CliRunner()
-            outputs = {}
-            with pytest.MonkeyPatch.context() as mp:
-                mp.delenv("SQLEVAL_HOME", raising=False)  # the project keeps its own build dir
-                mp.delenv("SQLEVAL_PROJECT", raising=False)
-                mp.delenv("DAGSTER_HOME", raising=False)  # a run sets the project's: restored
-                try:
-                    for step, args in (
-                            ("init", ["init", str(root / "project"), "--dbt-project", str(root / "dbt"),
-                                      "--select", "tag:serving", "--as-of", "2024-06-30",
-                                      "--sensitive-schemas", "restricted"]),
-                            ("build", ["--project", str(root / "project"), "build",
-                                       "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S),
-                                       "--guardrail-kill-grace", str(HOSTILE_ONLY_KILL_GRACE_S)])):
-                        res = runner.invoke(app, args)
-                        assert res.exit_code == 0, f"sqleval {step}:\n{res.output}"
-                        outputs[step] = res.output
-                finally:
-                    proj.select(None)  # the CLI selects a project for the process: forget it
-            done.write_text(json.dumps(outputs))
-        outputs = json.loads(done.read_text())
+    shutil.copytree(INSURANCE, root / "dbt", ignore=shutil.ignore_patterns(
+        "target", "logs", "*.duckdb", "sqleval.yaml", "evals"))
+    runner = CliRunner()
+    outputs = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("SQLEVAL_HOME", raising=False)  # the project keeps its own build dir
+        mp.delenv("SQLEVAL_PROJECT", raising=False)
+        mp.delenv("DAGSTER_HOME", raising=False)  # a run sets the project's: restored
+        try:
+            for step, args in (
+                    ("init", ["init", str(root / "project"), "--dbt-project", str(root / "dbt"),
+                              "--select", "tag:serving", "--as-of", "2024-06-30",
+                              "--sensitive-schemas", "restricted"]),
+                    ("build", ["--project", str(root / "project"), "build",
+                               "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S),
+                               "--guardrail-kill-grace", str(HOSTILE_ONLY_KILL_GRACE_S)])):
+                res = runner.invoke(app, args)
+                assert res.exit_code == 0, f"sqleval {step}:\n{res.output}"
+                outputs[step] = res.output
+        finally:
+            proj.select(None)  # the CLI selects a project for the process: forget it
+    (root / "built.json").write_text(json.dumps(outputs))
+
+
+@pytest.fixture(scope="session")
+def built_insurance(tmp_path_factory) -> BuiltInsurance:
+    """:class:`BuiltInsurance`, built once per run (:func:`built_once`)."""
+    import json
+
+    root = built_once(tmp_path_factory, "insurance", _build_insurance)
+    outputs = json.loads((root / "built.json").read_text())
     return BuiltInsurance(root, root / "project", outputs["init"], outputs["build"])
 
 
