@@ -347,8 +347,8 @@ def _fast_tests_run_no_dbt(request, monkeypatch):
     monkeypatch.setattr(definitions, "build_definitions", refuse_definitions)
 
 
-#: fixtures that build something heavy (the demo warehouse with dbt, a serving snapshot, a
-#: Dagster instance): a test that needs one is in the slow lane
+#: fixtures that build something heavy (the demo warehouse with dbt, a serving snapshot, the
+#: insurance example's `sqleval build`): a test that needs one is in the slow lane
 _SLOW_FIXTURES = frozenset({"built_warehouse", "serving_snapshot", "built_insurance"})
 
 

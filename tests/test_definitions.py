@@ -63,9 +63,10 @@ def test_workspace_points_at_the_definitions():
 @pytest.mark.slow
 def test_foundation_materializes_through_dagster(tmp_path, monkeypatch, serving_snapshot, demo_test_suite):
     """The demo's foundation, from raw data to its test suite, through Dagster: the snapshot it
-    freezes is the committed pin. (The hostile suite runs once in the suite: on the demo by
-    tests/guard/test_hostile_suite.py, as an asset by every foreign build (tests/test_project.py,
-    the wheel, the SQLite benchmark); drift stopping the foundation is tests/test_project.py's.)"""
+    freezes is the committed pin. (The demo's hostile suite runs once in the suite, in
+    tests/guard/test_hostile_suite.py; the guardrail asset and its checks run in every foreign
+    build: tests/test_project.py, the wheel, the SQLite benchmark. Drift stopping the foundation
+    is tests/test_project.py's.)"""
     from sqleval_pipeline.orchestrate import FOUNDATION_GROUPS, materialize
 
     manifests = tmp_path / "manifests"

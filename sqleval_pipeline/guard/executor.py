@@ -239,11 +239,6 @@ class GuardedExecutor:
         limit = self.policy.statement_timeout_s
         return min(timeout_s, limit) if timeout_s else limit
 
-    def kill_grace(self, kill_grace_s: float | None = None) -> float:
-        """The kill grace a call runs under: the policy's, or ``kill_grace_s`` when lower."""
-        limit = self.policy.kill_grace_s
-        return min(kill_grace_s, limit) if kill_grace_s else limit
-
     def _run(self, sql: str, *, timeout_s: float | None = None, limit: int | None = None,
              log_extra: dict[str, Any] | None = None, inspect_only: bool = False,
              kill_grace_s: float | None = None) -> GuardResult:

@@ -557,4 +557,4 @@ def run_suite(cases: Sequence[HostileCase], executor: GuardedExecutor, *, sut: S
             progress(v)
     after = file_checksum(executor.snapshot_path)
     return SuiteReport(verdicts, str(executor.snapshot_path), before, after, time.perf_counter() - t0,
-                       executor.statement_timeout(timeout_s), executor.kill_grace(kill_grace_s))
+                       executor.statement_timeout(timeout_s), executor.policy.kill_grace(kill_grace_s))

@@ -186,6 +186,16 @@ class GuardPolicy(BaseModel):
         n = name.lower()
         return n in ALLOWED_TABLE_FUNCTIONS and not self.function_denied(n)
 
+    def kill_grace(self, lowered: float | None = None) -> float:
+        """The kill grace of a call: the policy's ``kill_grace_s``, or ``lowered`` when lower (a
+        call may shorten the wait for a worker that does not answer, never lengthen it).
+
+        >>> p = load_policy(served=["fct_orders"])
+        >>> p.kill_grace(), p.kill_grace(0.5), p.kill_grace(30)
+        (2.0, 0.5, 2.0)
+        """
+        return self.kill_grace_s if lowered is None else min(float(lowered), self.kill_grace_s)
+
     @property
     def timeout_ms(self) -> int:
         return max(1, int(self.statement_timeout_s * 1000))

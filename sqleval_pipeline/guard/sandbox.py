@@ -504,7 +504,7 @@ class WorkerPool:
         back ``ok`` with no rows."""
         policy = self.policy
         timeout = float(timeout_s if timeout_s is not None else policy.statement_timeout_s)
-        grace = policy.kill_grace_s if kill_grace_s is None else min(float(kill_grace_s), policy.kill_grace_s)
+        grace = policy.kill_grace(kill_grace_s)
         wire = wire_limit(policy)
         req = {"sql": sql, "timeout_s": timeout, "row_cap": row_cap or policy.row_cap,
                "max_result_bytes": policy.max_result_bytes, "max_cell_bytes": policy.max_cell_bytes,
