@@ -176,3 +176,18 @@ def test_the_providers_sdks_are_imported_on_use_only():
     out = subprocess.run([sys.executable, "-c", _LOAD_EVERYTHING], capture_output=True, text=True,
                          check=True).stdout.splitlines()
     assert out == ["[]"], out
+
+
+def test_the_commands_entry_module_imports_nothing_of_the_cli():
+    """The console script's module is re-run by every guard worker as it starts (the sandbox's
+    fork server prepares each worker with the parent's main module): it must stay light, the
+    CLI imported when the command runs."""
+    import tomllib
+
+    scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, func = scripts["sqleval"].partition(":")
+    out = subprocess.run([sys.executable, "-c", (
+        f"import sys, {module} as m; assert callable(m.{func}); "
+        "print(sorted(n for n in sys.modules if n.startswith('sqleval_pipeline') or n in ('typer', 'duckdb')))")],
+        capture_output=True, text=True, check=True).stdout.split("\n")[0]
+    assert out == repr(sorted({"sqleval_pipeline", module})), out
