@@ -77,7 +77,7 @@ class McNemar(BaseModel):
     fail_to_pass: int
     n_paired: int
     p_value: float
-    method: str = "exact McNemar (two-sided binomial test on discordant pairs, scipy.stats.binomtest)"
+    method: str = "exact McNemar (two-sided binomial test on discordant pairs)"
     unit: str = Field("case", description="the pairing unit: each case's majority verdict (the test "
                       "does not model clusters; the paired interval does)")
 

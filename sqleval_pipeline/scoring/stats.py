@@ -392,11 +392,13 @@ def mcnemar_exact(b: int, c: int) -> float:
     >>> mcnemar_exact(0, 0)
     1.0
     """
-    if b + c == 0:
+    n = b + c
+    if n == 0:
         return 1.0
-    from scipy.stats import binomtest  # 0.6 s to import: only when a diff needs it
-
-    return float(binomtest(c, b + c, 0.5, alternative="two-sided").pvalue)
+    # the binomial(n, 1/2) is symmetric: the outcomes at least as unlikely as the observed one
+    # are both tails beyond it, so p = 2 P(X <= min(b, c)) (1 when b == c), summed exactly
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2**n)
 
 
 def cases_needed(delta: float, discordance: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
@@ -408,8 +410,6 @@ def cases_needed(delta: float, discordance: float, *, alpha: float = 0.05, power
     if not 0 < delta < 1:
         raise InputError("delta must be in (0, 1)")
     p_d = min(1.0, max(discordance, delta))
-    from scipy.stats import norm
-
-    z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     var = max(p_d - delta * delta, 1e-12)
     return int(math.ceil(z * z * var / (delta * delta)))
