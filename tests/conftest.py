@@ -16,8 +16,6 @@ import pytest
 from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline import snapshot as snap
-from sqleval_pipeline.demo.load import load_raw
-from sqleval_pipeline.demo.rawgen import AS_OF, write_raw
 
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -157,56 +155,105 @@ def built_once(tmp_path_factory, name: str, build) -> Path:
     return folder
 
 
-def _build_warehouse(root: Path) -> None:
-    home = paths.Home(root)
-    write_raw(home.raw_dir)
-    load_raw(home.raw_dir, home.warehouse)
-    proc = run_dbt(["build", "--quiet"], home.warehouse, home.root / "dbt_target")
-    assert proc.returncode == 0, f"dbt build failed:\n{proc.stdout}\n{proc.stderr}"
+#: what the session's build of the demo materializes: the foundation job without the hostile
+#: suite (the demo's cases run once, in tests/guard/test_hostile_suite.py; the guardrail asset
+#: and its checks run in every foreign build)
+SESSION_GROUPS = ("raw", "warehouse", "served", "snapshot", "golden")
+
+
+def _build_demo(root: Path) -> None:
+    """The demo's foundation through Dagster, as `sqleval build` runs it: raw data generated and
+    loaded, `dbt build` (models, data tests, unit tests), the GX-validated serving snapshot
+    checked against the committed pin, the golden set verified on it and its test suite
+    distilled; in ``root/home`` (the build dir), ``root/manifests`` (a copy of the committed
+    pins) and what the run materialized and its checks' verdicts in ``root/foundation.json``."""
+    import json
+
+    from sqleval_pipeline import project as proj
+    from sqleval_pipeline.orchestrate import materialize
+
+    manifests = root / "manifests"
+    shutil.copytree(location.SNAPSHOT_MANIFEST_DIR, manifests)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SQLEVAL_HOME", str(root / "home"))
+        mp.delenv("SQLEVAL_PROJECT", raising=False)
+        mp.delenv("DAGSTER_HOME", raising=False)  # the run sets the build dir's: restored
+        try:
+            summary = materialize(list(SESSION_GROUPS), manifest_dir=str(manifests))
+        finally:
+            proj.select(None)
+    (root / "foundation.json").write_text(json.dumps(
+        {"run_id": summary.run_id, "materialized": summary.materialized, "checks": summary.checks}, default=str))
+
+
+@dataclass(frozen=True)
+class DemoBuild:
+    """The session's build of the demo (:func:`_build_demo`), shared by the workers: read it,
+    never write to it (the neighbour sets excepted: the product locks those itself)."""
+
+    root: Path
+
+    @property
+    def home(self) -> paths.Home:
+        return paths.Home(self.root / "home")
+
+    @property
+    def manifest_dir(self) -> Path:
+        return self.root / "manifests"
+
+    @property
+    def foundation(self) -> dict:
+        """The run's ``materialized`` (asset → metadata) and ``checks`` (check → passed)."""
+        import json
+
+        return json.loads((self.root / "foundation.json").read_text())
 
 
 @pytest.fixture(scope="session")
-def built_warehouse(tmp_path_factory) -> paths.Home:
-    """Raw data generated and loaded, then `dbt build` (models + data tests + unit tests), once
-    per run (:func:`built_once`), copied (raw files, warehouse, dbt target) into a build dir of
-    this process's own."""
+def demo_build(tmp_path_factory) -> DemoBuild:
+    """:class:`DemoBuild`, once per run (:func:`built_once`)."""
+    return DemoBuild(built_once(tmp_path_factory, "demo-build", _build_demo))
+
+
+@pytest.fixture(scope="session")
+def built_warehouse(demo_build, tmp_path_factory) -> paths.Home:
+    """A build dir of this process's own holding the session build's raw files, warehouse and
+    dbt target (copies); its neighbour sets are the session build's (a link)."""
     home = paths.Home(tmp_path_factory.mktemp("sqleval_home"))
-    share_between_workers(tmp_path_factory, home.snapshot_dir / "neighbours", "demo-neighbours")
-    built = paths.Home(built_once(tmp_path_factory, "demo-warehouse", _build_warehouse))
+    built = demo_build.home
     shutil.copytree(built.raw_dir, home.raw_dir)
     shutil.copy2(built.warehouse, home.warehouse)
-    shutil.copytree(built.root / "dbt_target", home.root / "dbt_target")
+    shutil.copytree(built.root / "dbt_target", home.root / "dbt_target",
+                    ignore=shutil.ignore_patterns("dagster-*"))
+    home.snapshot_dir.mkdir()
+    (home.snapshot_dir / "neighbours").symlink_to(built.snapshot_dir / "neighbours", target_is_directory=True)
     return home
 
 
 @pytest.fixture(scope="session")
-def serving_snapshot(built_warehouse, tmp_path_factory) -> BuiltSnapshot:
-    """The serving snapshot frozen from the session warehouse (GX-validated), with its
-    manifest written to a temporary folder (the committed snapshots/ is never touched)."""
-    from sqleval_pipeline.validation import load_suites, validate_tables
-
+def serving_snapshot(built_warehouse, demo_build, tmp_path_factory) -> BuiltSnapshot:
+    """The session build's serving snapshot (GX-validated, the committed pin) copied into this
+    process's build dir, with its manifest in a temporary folder (the committed snapshots/ is
+    never touched)."""
     manifest_dir = tmp_path_factory.mktemp("snapshot_manifests")
-    suites = load_suites(location.REPO_ROOT / "dbt_project" / "expectations.yml")
-    manifest = snap.freeze_snapshot(
-        built_warehouse.warehouse, built_warehouse.snapshot_dir, manifest_dir, AS_OF,
-        validator=lambda path, schema: validate_tables(path, suites, schema),
-    )
-    snap.write_pinned(manifest_dir, manifest.snapshot_id)
+    shutil.copytree(demo_build.manifest_dir, manifest_dir, dirs_exist_ok=True)
+    snapshot_id = snap.read_pinned(manifest_dir)
+    for f in demo_build.home.snapshot_dir.glob(f"{snapshot_id}.duckdb*"):
+        shutil.copy2(f, built_warehouse.snapshot_dir / f.name)
     return BuiltSnapshot(
         home=built_warehouse,
         manifest_dir=manifest_dir,
-        snapshot_id=manifest.snapshot_id,
-        path=snap.serving_path(built_warehouse.snapshot_dir, manifest.snapshot_id),
-        manifest=manifest,
+        snapshot_id=snapshot_id,
+        path=snap.serving_path(built_warehouse.snapshot_dir, snapshot_id),
+        manifest=snap.SnapshotManifest.from_file(snap.manifest_path(manifest_dir, snapshot_id)),
     )
 
 
 @pytest.fixture(scope="session")
 def demo_test_suite(serving_snapshot):
     """The demo's test suite (the product's default neighbour set, the committed golden set) on
-    the session snapshot: the suite every evaluation over the session build grades with, built
-    here (the first such evaluation would build it otherwise): once per run, the xdist workers
-    sharing the folder (:func:`share_between_workers`); its handle."""
+    the session snapshot, as an evaluation over the session build finds it: the suite the
+    session build distilled, verified and reused (the neighbour sets are the build's); its handle."""
     from sqleval_pipeline.pipeline.environment import environment
     from sqleval_pipeline.pipeline.suite_checks import current_suite
 
@@ -349,7 +396,7 @@ def _fast_tests_run_no_dbt(request, monkeypatch):
 
 #: fixtures that build something heavy (the demo warehouse with dbt, a serving snapshot, the
 #: insurance example's `sqleval build`): a test that needs one is in the slow lane
-_SLOW_FIXTURES = frozenset({"built_warehouse", "serving_snapshot", "built_insurance"})
+_SLOW_FIXTURES = frozenset({"demo_build", "built_warehouse", "serving_snapshot", "built_insurance"})
 
 
 #: the test modules that take longest (seconds of one worker, measured on two cores: 74 … 12),

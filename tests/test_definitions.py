@@ -1,12 +1,10 @@
 """The Dagster definitions load, and the foundation job really materializes end to end."""
 
-import shutil
 
 import dagster as dg
 import pytest
 
 from sqleval_pipeline.demo import location
-from sqleval_pipeline import paths
 from sqleval_pipeline import snapshot as snap
 
 
@@ -61,41 +59,37 @@ def test_workspace_points_at_the_definitions():
 
 
 @pytest.mark.slow
-def test_foundation_materializes_through_dagster(tmp_path, monkeypatch, serving_snapshot, demo_test_suite):
-    """The demo's foundation, from raw data to its test suite, through Dagster: the snapshot it
-    freezes is the committed pin. (The demo's hostile suite runs once in the suite, in
-    tests/guard/test_hostile_suite.py; the guardrail asset and its checks run in every foreign
-    build: tests/test_project.py, the wheel, the SQLite benchmark. Drift stopping the foundation
-    is tests/test_project.py's.)"""
-    from sqleval_pipeline.orchestrate import FOUNDATION_GROUPS, materialize
-
-    manifests = tmp_path / "manifests"
-    shutil.copytree(location.SNAPSHOT_MANIFEST_DIR, manifests)
-    home = paths.Home(tmp_path / "home")
-    # the neighbour sets of the session's build (the same snapshot, golden set and dbt project),
-    # hidden files left out (a lock, a file another worker is writing): the test_suite asset
-    # verifies them and reuses them instead of distilling the set again (building a suite
-    # through the asset is what the foreign-project builds test)
-    shutil.copytree(serving_snapshot.home.snapshot_dir / "neighbours", home.snapshot_dir / "neighbours",
-                    ignore=shutil.ignore_patterns(".*"))
-    monkeypatch.setenv("SQLEVAL_HOME", str(home.root))  # the demo project's build dir here
-    summary = materialize([g for g in FOUNDATION_GROUPS if g != "guardrails"], manifest_dir=str(manifests))
+def test_foundation_materializes_through_dagster(demo_build, demo_test_suite):
+    """The demo's foundation, from raw data to its test suite, through Dagster: the session's
+    build is that run (tests.conftest._build_demo: every group but the hostile suite, which
+    runs once in tests/guard/test_hostile_suite.py; the guardrail asset and its checks run in
+    every foreign build: tests/test_project.py, the wheel, the SQLite benchmark. Drift stopping
+    the foundation is tests/test_project.py's). Here what it materialized and left behind."""
+    run = demo_build.foundation
+    materialized, checks = run["materialized"], run["checks"]
+    home = demo_build.home
     pinned = snap.read_pinned(location.SNAPSHOT_MANIFEST_DIR)
-    assert summary.materialized["serving_snapshot"]["snapshot_id"] == pinned
-    assert summary.materialized["golden_set"]["cases"] >= 60
-    assert "marts/fct_orders" in summary.materialized
-    assert "guardrail_suite" not in summary.materialized
-    assert summary.checks["serving_snapshot:matches_pinned_snapshot"]
-    assert summary.checks["serving_snapshot:no_sensitive_objects"]
-    assert summary.checks["golden_set:reproduces_on_snapshot"]
-    assert summary.materialized["test_suite"]["suite"] == demo_test_suite.digest  # reused, intact
+    assert materialized["serving_snapshot"]["snapshot_id"] == pinned  # the committed pin
+    assert materialized["golden_set"]["cases"] >= 60
+    assert "marts/fct_orders" in materialized and "raw/orders" in materialized
+    assert "guardrail_suite" not in materialized
+    assert checks["serving_snapshot:matches_pinned_snapshot"]
+    assert checks["serving_snapshot:no_sensitive_objects"]
+    assert checks["golden_set:reproduces_on_snapshot"]
+    assert all(checks.values()), checks
+    # the suite the run distilled is the one an evaluation over the build finds, verified intact
+    assert materialized["test_suite"]["suite"] == demo_test_suite.digest
     assert (home.snapshot_dir / f"{pinned}.duckdb").exists()
     # dbt writes into the build dir, never into the dbt project; per-run folders are cleaned up
     assert (home.root / "dbt_target" / "manifest.json").exists()
     assert not list((home.root / "dbt_target").glob("dagster-*"))
-    assert (home.warehouse).exists()
+    assert home.warehouse.exists()
     # the run is recorded in the instance the UI opens
     assert (home.dagster_home / "dagster.yaml").exists()
+    with dg.DagsterInstance.from_config(str(home.dagster_home)) as instance:
+        record = instance.get_run_by_id(run["run_id"])
+        assert record is not None and record.status == dg.DagsterRunStatus.SUCCESS
+        assert record.job_name == "foundation"
 
 
 def test_a_domain_folder_loads_itself(tmp_path, monkeypatch):
