@@ -352,15 +352,27 @@ def cli_home(snapshot: BuiltSnapshot, tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 @pytest.fixture()
-def env(serving_snapshot, tmp_path):
-    """The evaluation environment over the session snapshot, with a store of its own."""
+def session_home(serving_snapshot, tmp_path, monkeypatch) -> Path:
+    """The process's build dir (``SQLEVAL_HOME``) made ``tmp_path/home`` over the session's build
+    (:func:`home_over`): the demo's dbt manifest is there, so loading the definitions or
+    versioning a configuration runs no `dbt parse` first (loading a project from nothing, parse
+    included, is what the UI test and every foreign build do)."""
+    home = home_over(serving_snapshot, tmp_path / "home")
+    monkeypatch.setenv("SQLEVAL_HOME", str(home))
+    return home
+
+
+@pytest.fixture()
+def env(session_home, serving_snapshot, tmp_path):
+    """The evaluation environment over the session snapshot, with a store of its own; its build
+    dir is the process's (:func:`session_home`), so configurations are versioned from it too."""
     import shutil
 
     from sqleval_pipeline.pipeline import evaluation as ev
 
     manifests = tmp_path / "manifests"
     shutil.copytree(serving_snapshot.manifest_dir, manifests)
-    home = paths.Home(home_over(serving_snapshot, tmp_path / "home"))
+    home = paths.Home(session_home)
     return ev.environment(home=home, manifest_dir=manifests, dbt_target=home.root / "dbt_target")
 
 

@@ -9,7 +9,7 @@ from sqleval_pipeline import snapshot as snap
 
 
 @pytest.mark.slow
-def test_definitions_load_with_the_expected_assets():
+def test_definitions_load_with_the_expected_assets(session_home):
     from sqleval_pipeline.definitions import build_definitions
 
     # a live instance: earlier tests may have closed the one Dagster's state storage points at
@@ -37,7 +37,7 @@ def test_definitions_load_with_the_expected_assets():
 
 
 @pytest.mark.slow
-def test_workspace_points_at_the_definitions():
+def test_workspace_points_at_the_definitions(session_home):
     """What `dagster dev -w workspace.yaml` loads: the module and attribute it names resolve to
     Definitions (from the repository root, its working directory)."""
     import importlib
@@ -139,7 +139,7 @@ def test_a_domain_folder_loads_itself(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_every_module_level_definition_is_loaded():
+def test_every_module_level_definition_is_loaded(session_home):
     """Walk the defs package independently of the loader: every asset, job, schedule and
     sensor defined at module level in a domain file is in the project's definitions."""
     import importlib

@@ -1,19 +1,15 @@
 """The glossary derived from the dbt semantic layer (sqleval_pipeline.semantic).
 
-Most tests read the manifest of the insurance fixture project
-(tests/fixtures/projects/insurance, parsed once per module); the slow one builds its
-warehouse (seeds are small: a few seconds) and checks every metric term's SQL against values
-computed independently in Python from the seed CSVs.
+Most tests read the manifest of the insurance fixture project (tests/fixtures/projects/insurance,
+from the session's `sqleval build` of it); one checks every metric term's SQL, run on the
+warehouse that build wrote, against values computed independently in Python from the seed CSVs.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 import statistics
-import subprocess
-import sys
 from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -26,33 +22,17 @@ from sqleval_pipeline.semantic import (
     ColumnRef, UnsupportedFilter, glossary_from_manifest, merge_glossaries, render_filter,
 )
 
-pytestmark = pytest.mark.slow  # every test needs the insurance fixture's dbt manifest (dbt parse)
+pytestmark = pytest.mark.slow  # the insurance example's build (dbt) gives the manifest and the warehouse
 
 PROJECT = Path(__file__).parent / "fixtures" / "projects" / "insurance"
 AS_OF = date(2024, 6, 30)
 
 
-def _dbt(args: list[str], root: Path) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).parent / "dbt"
-    env = {**os.environ, "INSURANCE_WAREHOUSE": str(root / "insurance.duckdb"),
-           "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1"}
-    return subprocess.run(
-        [str(exe), *args, "--project-dir", str(PROJECT), "--profiles-dir", str(PROJECT),
-         "--target-path", str(root / "target"), "--log-path", str(root / "logs")],
-        cwd=PROJECT, env=env, capture_output=True, text=True, check=False,
-    )
-
-
 @pytest.fixture(scope="module")
-def dbt_root(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("insurance_dbt")
-
-
-@pytest.fixture(scope="module")
-def manifest(dbt_root) -> dict:
-    proc = _dbt(["parse", "--quiet"], dbt_root)
-    assert proc.returncode == 0, f"dbt parse failed:\n{proc.stdout}\n{proc.stderr}"
-    return json.loads((dbt_root / "target" / "manifest.json").read_text(encoding="utf-8"))
+def manifest(built_insurance) -> dict:
+    """The manifest of the session's `sqleval build` of the insurance example (its `dbt build`
+    into the build dir: tests.conftest.BuiltInsurance)."""
+    return json.loads((built_insurance.project / ".sqleval" / "dbt_target" / "manifest.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +41,9 @@ def semantic(manifest):
 
 
 @pytest.fixture(scope="module")
-def warehouse(dbt_root, manifest) -> Path:
-    """`dbt build` of the insurance project (seeds, models, data and unit tests)."""
-    proc = _dbt(["build", "--quiet"], dbt_root)
-    assert proc.returncode == 0, f"dbt build failed:\n{proc.stdout}\n{proc.stderr}"
-    return dbt_root / "insurance.duckdb"
+def warehouse(built_insurance) -> Path:
+    """The warehouse that build's `dbt build` wrote (seeds, models, data and unit tests): read only."""
+    return built_insurance.project / ".sqleval" / "warehouse.duckdb"
 
 
 def _terms(semantic) -> dict[str, Term]:

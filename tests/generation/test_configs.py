@@ -1,6 +1,5 @@
 import logging
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -116,8 +115,8 @@ def test_the_judge_is_never_the_generating_model():
                       judge_model="m1")
 
 
-@pytest.mark.slow  # curated configurations version the demo's semantic layer: `dbt parse` on a fresh machine
-def test_committed_configurations_load():
+@pytest.mark.slow  # curated configurations version the demo's semantic layer: its dbt manifest
+def test_committed_configurations_load(session_home):
     configs = load_configs(location.EVALS_DIR / "configs")
     kinds = {c.config.generator.kind for c in configs}
     assert {"baseline", "anthropic", "openai"} <= kinds
@@ -126,8 +125,8 @@ def test_committed_configurations_load():
     assert {c.config.context.curation for c in offline} == {True, False}
 
 
-@pytest.mark.slow  # curated configurations version the demo's semantic layer: `dbt parse` on a fresh machine
-def test_a_duplicate_name_is_the_later_file_s_error_and_the_rest_runs(tmp_path):
+@pytest.mark.slow  # curated configurations version the demo's semantic layer: its dbt manifest
+def test_a_duplicate_name_is_the_later_file_s_error_and_the_rest_runs(session_home, tmp_path):
     from sqleval_pipeline.project import load_project
 
     project = load_project(location.REPO_ROOT)

@@ -26,7 +26,7 @@ def _manifest(built) -> str:
     return str(snap.manifest_path(built.manifest_dir, built.snapshot_id))
 
 
-def test_run_blocks_everything(tmp_path, serving_snapshot):
+def test_run_blocks_everything(tmp_path, serving_snapshot, session_home):
     cases = _write(tmp_path, [
         {"id": "w1", "category": "writes", "sql": "DROP TABLE {table}", "expect": "filter"},
         {"id": "s1", "category": "sensitive_access", "sql": "SELECT * FROM hr.salaries"},
@@ -85,7 +85,6 @@ def test_sql_text_is_not_rich_markup(tmp_path, serving_snapshot):
 def test_check_and_run_agree_on_catalog_qualified_names(tmp_path, serving_snapshot):
     """`check` (the project's pinned manifest) and `run` (the serving file) use the snapshot's
     database name: `"<snapshot id>".main.<table>` is allowed by both."""
-    from sqleval_pipeline import paths
     from sqleval_pipeline import snapshot as snap
 
     pinned = snap.read_pinned(location.REPO_ROOT / "snapshots")
