@@ -427,6 +427,27 @@ LONGEST_FIRST = (
 )
 
 
+#: folders whose modules share a session fixture that a worker computes for itself: the
+#: reporting tests' ``evaluated`` store (tests/reporting/conftest.py: three evaluations of the
+#: demo, ~15 s). Under ``--dist loadscope`` each folder is one unit of work, so one worker
+#: computes it (as one module's tests share a module fixture); without xdist nothing changes.
+SHARED_FIXTURE_FOLDERS = ("tests/reporting/",)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope``, with the folders of :data:`SHARED_FIXTURE_FOLDERS` as units."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesAndSharedFolders(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            folder = next((f for f in SHARED_FIXTURE_FOLDERS if nodeid.startswith(f)), None)
+            return folder or super()._split_scope(nodeid)
+
+    return ModulesAndSharedFolders(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """``pytest -m "not slow"`` is the fast lane: every test that needs the built warehouse (or
     the snapshot made from it) is marked slow automatically, besides those marked by hand.
