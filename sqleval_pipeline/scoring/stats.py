@@ -392,13 +392,14 @@ def mcnemar_exact(b: int, c: int) -> float:
     >>> mcnemar_exact(0, 0)
     1.0
     """
-    n = b + c
-    if n == 0:
+    if b == c:  # (0, 0) included: nothing discordant, or the most likely split
         return 1.0
     # the binomial(n, 1/2) is symmetric: the outcomes at least as unlikely as the observed one
-    # are both tails beyond it, so p = 2 P(X <= min(b, c)) (1 when b == c), summed exactly
-    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
-    return min(1.0, 2 * tail / 2**n)
+    # are both tails beyond it, p = 2 P(X <= min(b, c)). scipy.special's binomial CDF is the
+    # one scipy.stats.binomtest uses, without importing scipy.stats (0.6-1.5 s)
+    from scipy.special import bdtr
+
+    return float(min(1.0, 2.0 * bdtr(min(b, c), b + c, 0.5)))
 
 
 def cases_needed(delta: float, discordance: float, *, alpha: float = 0.05, power: float = 0.8) -> int:

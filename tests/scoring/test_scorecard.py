@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from sqleval_pipeline.pipeline.records import Diagnosis
@@ -84,7 +86,13 @@ def test_scorecard_power_section(base_grades):
 
 def test_mcnemar_exact():
     assert mcnemar_exact(1, 9) == pytest.approx(2 * 11 / 1024)
-    assert mcnemar_exact(3, 3) == 1.0
+    assert mcnemar_exact(9, 1) == mcnemar_exact(1, 9)
+    assert mcnemar_exact(3, 3) == 1.0 and mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(3, 4) == pytest.approx(1.0)  # the two tails hold every outcome
+    # many discordant pairs: the binomial tail summed exactly with integers
+    tail = sum(math.comb(1900, k) for k in range(901))
+    assert mcnemar_exact(900, 1000) == pytest.approx(2 * tail / 2**1900, rel=1e-9)
+    assert mcnemar_exact(3, 400) == pytest.approx(2 * sum(math.comb(403, k) for k in range(4)) / 2**403, rel=1e-9)
 
 
 def test_json_round_trip_is_stable(base_grades):
