@@ -406,8 +406,9 @@ def _fast_tests_run_no_dbt(request, monkeypatch):
     monkeypatch.setattr(definitions, "build_definitions", refuse_definitions)
 
 
-#: fixtures that build something heavy (the demo warehouse with dbt, a serving snapshot, the
-#: insurance example's `sqleval build`): a test that needs one is in the slow lane
+#: fixtures that build something heavy (the demo's foundation through Dagster and dbt, its
+#: warehouse and serving snapshot, the insurance example's `sqleval build`): a test that needs
+#: one is in the slow lane
 _SLOW_FIXTURES = frozenset({"demo_build", "built_warehouse", "serving_snapshot", "built_insurance"})
 
 

@@ -1,6 +1,5 @@
 """The Dagster definitions load, and the foundation job really materializes end to end."""
 
-
 import dagster as dg
 import pytest
 
