@@ -200,11 +200,18 @@ def manifest_path(project: Project) -> Path:
 def parse(project: Project, *, force: bool = False) -> Path:
     """``dbt parse`` into the build dir when the manifest is missing or older than a file of
     the dbt project (or always with force). Every import of the Dagster definitions needs the
-    manifest; a run or a UI reload after an edit re-parses, an unchanged project does not."""
+    manifest; a run or a UI reload after an edit re-parses, an unchanged project does not.
+
+    A project with a ``serve.select`` or ``serve.exclude`` is parsed by the ``dbt ls`` that
+    resolves that selection (it writes the same manifest, partial-parse state included): one
+    dbt process where a parse and then a listing took two (:func:`_selected_ids` reads what it
+    listed). When that listing fails, ``dbt parse`` runs to say whether the project parses;
+    the selection's own error is raised where the selection is resolved."""
     project.dbt_project_yml  # noqa: B018  (a missing dbt project fails with the field named)
     path = manifest_path(project)
     if force or not path.exists() or _newest_source(project) > path.stat().st_mtime:
-        run_dbt(project, ["parse", "--quiet"])
+        if not (_has_selection(project) and _list_selection(project, project.dbt_target_dir)[0] is not None):
+            run_dbt(project, ["parse", "--quiet"])
     return path
 
 
@@ -315,17 +322,53 @@ def _relation(uid: str, node: dict[str, Any]) -> Relation:
                     (node.get("config") or {}).get("materialized", "view"))
 
 
-def _selected_ids(project: Project, manifest: dict[str, Any]) -> set[str]:
+def _has_selection(project: Project) -> bool:
+    return bool(project.spec.serve.select or project.spec.serve.exclude)
+
+
+def _listed_file(project: Project, manifest_file: Path) -> Path:
+    """Where the listing that wrote ``manifest_file`` keeps the ids it listed: named by the
+    manifest's modification time and size and by the selection, so a later parse, or an edited
+    selection, never reads it."""
+    st = manifest_file.stat()
+    key = hashlib.sha256(json.dumps([st.st_mtime_ns, st.st_size, project.spec.serve.select,
+                                     project.spec.serve.exclude]).encode()).hexdigest()[:16]
+    return manifest_file.parent / f"sqleval-listed-{key}.json"
+
+
+def _list_selection(project: Project, target: Path) -> tuple[list[str] | None, str]:
+    """``dbt ls`` of the models ``serve.select``/``exclude`` name, into ``target``: (the unique
+    ids it listed, or None when dbt failed; the tail of dbt's output). Into the build dir's
+    target it is also the project's parse: the ids are then kept beside the manifest it wrote
+    (:func:`_listed_file`, the one such file there)."""
     sel, exc = project.spec.serve.select, project.spec.serve.exclude
-    models = {uid for uid, n in manifest["nodes"].items() if n.get("resource_type") == "model"}
-    if not sel and not exc:
-        return models
     command = ["ls", "--quiet", "--resource-type", "model", "--output", "json",
                "--output-keys", "unique_id"]
     if sel:
         command += ["--select", sel]
     if exc:
         command += ["--exclude", exc]
+    proc = run_dbt(project, command, target_path=target, check=False)
+    if proc.returncode != 0:
+        return None, "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-10:])
+    ids = sorted(json.loads(line)["unique_id"] for line in map(str.strip, proc.stdout.splitlines())
+                 if line.startswith("{"))
+    if target == project.dbt_target_dir and manifest_path(project).is_file():
+        keep = _listed_file(project, manifest_path(project))
+        for old in target.glob("sqleval-listed-*.json"):
+            if old != keep:
+                old.unlink(missing_ok=True)
+        write_atomically(keep, json.dumps(ids))
+    return ids, ""
+
+
+def _selected_ids(project: Project, manifest_file: Path, manifest: dict[str, Any]) -> set[str]:
+    models = {uid for uid, n in manifest["nodes"].items() if n.get("resource_type") == "model"}
+    if not _has_selection(project):
+        return models
+    listed = _listed_file(project, manifest_file)
+    if listed.is_file():  # listed by the `dbt ls` that wrote this manifest (:func:`parse`)
+        return set(json.loads(listed.read_text())) & models
     # a target path of its own: `dbt ls` rewrites the manifest it writes there. It parses the
     # project again, from the partial-parse state of the parse that wrote ``manifest`` when
     # there is one (dbt checks that state and parses from scratch when it does not fit): on
@@ -334,17 +377,11 @@ def _selected_ids(project: Project, manifest: dict[str, Any]) -> set[str]:
     state = project.dbt_target_dir / PARTIAL_PARSE_FILE
     if state.is_file():
         write_atomically(ls_target / PARTIAL_PARSE_FILE, state.read_bytes())
-    proc = run_dbt(project, command, target_path=ls_target, check=False)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-10:])
+    ids, tail = _list_selection(project, ls_target)
+    if ids is None:
         raise ProjectError(f"{project.file}: field 'serve.select': dbt cannot evaluate the "
-                           f"selection {sel!r}: {tail}")
-    ids = set()
-    for line in proc.stdout.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            ids.add(json.loads(line)["unique_id"])
-    return ids & models
+                           f"selection {project.spec.serve.select!r}: {tail}")
+    return set(ids) & models
 
 
 def served_selection(project: Project, manifest_file: Path | None = None) -> ServedSelection:
@@ -359,7 +396,7 @@ def served_selection(project: Project, manifest_file: Path | None = None) -> Ser
     cache = project.dbt_target_dir / f"sqleval-served-{key}.json"
     if cache.exists():
         return ServedSelection.from_json(json.loads(cache.read_text()))
-    ids = _selected_ids(project, manifest)
+    ids = _selected_ids(project, manifest_file, manifest)
     nodes = manifest["nodes"]
     sensitive = set(project.spec.sensitive_schemas)
     served, unserved, skipped = [], [], []
