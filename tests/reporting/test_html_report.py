@@ -129,6 +129,18 @@ def test_plots_are_inline_svg_without_styles_urls_or_shared_ids():
         assert ref in ids(one)
 
 
+def test_a_plot_with_nothing_measured_is_no_figure_and_no_warning(recwarn):
+    """Every attempt an error: no accuracy, no interval. The forest is left out (the page says
+    there is nothing to plot) instead of an empty chart with a singular axis."""
+    from sqleval_pipeline.reporting.html import plots
+
+    values = {"overall": {"v1": (None, None, None)}, "dev": {}}
+    assert plots.forest(["overall", "dev"], ["v1"], values, "empty", "nothing") == ""
+    assert plots.forest([], ["v1"], {}, "none", "nothing") == ""
+    assert plots.forest(["overall"], ["v1"], {"overall": {"v1": (0.5, None, None)}}, "one", "t").startswith("<svg")
+    assert not [w for w in recwarn if "matplotlib" in w.filename or "ylim" in str(w.message)]
+
+
 # --------------------------------------------------------------------------- slow lane: a real store
 
 

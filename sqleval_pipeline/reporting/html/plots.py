@@ -85,9 +85,12 @@ def forest(groups: Sequence[str], series: Sequence[str], values, name: str, titl
            zero_line: bool = False) -> str:
     """Points with interval bars, one row per (group, series): ``values[g][s] = (v, lo, hi)``
     as fractions (None: not measured, left out; a group measured by none is not drawn).
-    ``title`` names the plot for screen readers (the page's heading shows it)."""
+    ``title`` names the plot for screen readers (the page's heading shows it). Nothing
+    measured at all (every attempt an error, say): no figure, ``""``."""
     groups = [g for g in groups if any(v is not None and v[0] is not None
                                        for v in values.get(g, {}).values())]
+    if not groups:
+        return ""
     n = max(1, len(series))
     rows = len(groups) * n
     with matplotlib.rc_context(_RC):
