@@ -123,7 +123,7 @@ def _configs(folder, *, edited: bool = False):
 
 
 @pytest.mark.slow
-def test_sensor_registers_only_active_versions_and_marks_superseded_ones(tmp_path):
+def test_sensor_registers_only_active_versions_and_marks_superseded_ones(tmp_path, session_home):
     from sqleval_pipeline.configs import load_configs
     from sqleval_pipeline.defs.evaluation.sensors import new_configuration_versions
     from sqleval_pipeline.defs.resources import SqlevalHome

@@ -110,18 +110,22 @@ def evaluated(serving_snapshot, tmp_path_factory) -> Evaluated:
         "name": "recorded-report", "generator": {"kind": "recorded", "path": str(root / "answers.jsonl")},
         "runs": 3, "judge": "rules"}))
 
-    project = proj.load_project(root)
-    env = ev.environment(project, home=paths.Home(home))
-    keys = {}
-    for label, file, ids in (("raw", "baseline_raw.yaml", None), ("curated", "baseline_curated.yaml", None),
-                             ("recorded", "recorded.yaml", [hostile, guarded, plain])):
-        loaded = load_config(root / "configs" / file, project=project)
-        cmp.evaluate(env, loaded, case_ids=ids)
-        keys[label] = loaded.partition_key
-    calibration = ev.calibration_report(env)
-    assert calibration is not None, "the demo's labels should calibrate the rules judge"
-    ev.calibration_path(env).write_text(calibration.model_dump_json(indent=2))
-    _small_suite(env, home)
+    # the build dir is `home` (over the session build, whose dbt manifest is there): versioning
+    # a configuration reads it instead of parsing the dbt project into the worker's default one
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SQLEVAL_HOME", str(home))
+        project = proj.load_project(root)
+        env = ev.environment(project, home=paths.Home(home))
+        keys = {}
+        for label, file, ids in (("raw", "baseline_raw.yaml", None), ("curated", "baseline_curated.yaml", None),
+                                 ("recorded", "recorded.yaml", [hostile, guarded, plain])):
+            loaded = load_config(root / "configs" / file, project=project)
+            cmp.evaluate(env, loaded, case_ids=ids)
+            keys[label] = loaded.partition_key
+        calibration = ev.calibration_report(env)
+        assert calibration is not None, "the demo's labels should calibrate the rules judge"
+        ev.calibration_path(env).write_text(calibration.model_dump_json(indent=2))
+        _small_suite(env, home)
     proj.select(None)
     return Evaluated(home=home, project=root, env=env, keys=keys, hostile_case=hostile,
                      guard_case=guarded)
