@@ -78,13 +78,36 @@ def cases(draw):
     return e, g
 
 
+def _distinct(values) -> tuple[list, list[int]]:
+    """The distinct values of a column (told apart by type and exact text: 1, 1.0 and
+    Decimal('1.000') are three values) and each row's index among them."""
+    seen: dict[tuple[type, str], int] = {}
+    firsts, index = [], []
+    for v in values:
+        key = (type(v), repr(v))
+        if key not in seen:
+            seen[key] = len(firsts)
+            firsts.append(v)
+        index.append(seen[key])
+    return firsts, index
+
+
 def _perfect(erows, grows, etypes, gtypes, cols, facts: bool) -> bool:
+    """A perfect matching of expected to candidate rows where a row pair matches when
+    ``values_equal`` holds for every mapped column pair (``cols[i]``: the candidate column of
+    expected column i). The pairwise rule is decided once per pair of distinct values of two
+    columns (it is a pure function of the two values and types) and spread over the rows."""
     if len(erows) != len(grows):
         return False
     if not erows:
         return True
-    ok = np.array([[all(values_equal(er[i], gr[j], facts=facts, expected_type=etypes[i], got_type=gtypes[j])
-                        for i, j in enumerate(cols)) for gr in grows] for er in erows])
+    ok = np.ones((len(erows), len(grows)), dtype=bool)
+    for i, j in enumerate(cols):
+        evals, eidx = _distinct([er[i] for er in erows])
+        gvals, gidx = _distinct([gr[j] for gr in grows])
+        pair = np.array([[values_equal(a, b, facts=facts, expected_type=etypes[i], got_type=gtypes[j])
+                          for b in gvals] for a in evals], dtype=bool)
+        ok &= pair[np.ix_(eidx, gidx)]
     r, c = linear_sum_assignment(-ok.astype(float))
     return bool(ok[r, c].all())
 
