@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+from decimal import Decimal
 from pathlib import Path
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -109,6 +110,15 @@ def type_family(duckdb_type: str) -> str:
     return t.lower()
 
 
+#: the row encoding of a checksum: compact JSON, non-ASCII text as is (one encoder, made once:
+#: ``json.dumps`` with arguments builds a new one per call)
+_ROW_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+#: values :func:`~sqleval_pipeline.results.encode_value` returns as they are (exact types) ...
+_AS_IS = frozenset({type(None), bool, int, str})
+#: ... and those it turns into text, with the same function (every other value goes through it)
+_AS_TEXT = {Decimal: str, dt.date: dt.date.isoformat, dt.datetime: dt.datetime.isoformat}
+
+
 def table_fingerprint(con: duckdb.DuckDBPyConnection, qualified: str) -> TableInfo:
     """Row count, columns and canonical checksum of one table (order-independent)."""
     rel = con.execute(f"SELECT * FROM {qualified}")
@@ -117,14 +127,15 @@ def table_fingerprint(con: duckdb.DuckDBPyConnection, qualified: str) -> TableIn
         ColumnInfo(name=d[0], type=str(d[1]), family=type_family(str(d[1]))) for d in desc
     ]
     digests: list[bytes] = []
+    sha256, encode, as_is, as_text = hashlib.sha256, _ROW_JSON, _AS_IS, _AS_TEXT
     while True:
         chunk = rel.fetchmany(20_000)
         if not chunk:
             break
         for row in chunk:
-            payload = json.dumps([encode_value(v) for v in row], separators=(",", ":"),
-                                 ensure_ascii=False)
-            digests.append(hashlib.sha256(payload.encode()).digest())
+            payload = encode([v if (t := type(v)) in as_is else as_text[t](v) if t in as_text
+                              else encode_value(v) for v in row])
+            digests.append(sha256(payload.encode()).digest())
     digests.sort()
     h = hashlib.sha256()
     h.update(json.dumps([[c.name, c.family] for c in columns]).encode())
