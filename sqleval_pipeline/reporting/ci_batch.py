@@ -149,13 +149,25 @@ class BatchResults:
     gate_summary: str
     newly_failing: list[str]
     report_html: Path | None = None
+    #: ``cases`` by id (the list it was made of and its length: made again when either changes)
+    _case_index: tuple[list[CaseView], int, dict[str, CaseView]] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     @property
     def partition_key(self) -> str:
         return self.batch.partition_key
 
     def case(self, case_id: str) -> CaseView | None:
-        return next((c for c in self.cases if c.case_id == case_id), None)
+        """The case's view (the first, should a case appear twice); found through an index of
+        ``cases`` made on first use, so a renderer asking for every newly failing case of a
+        large batch does not scan the list for each."""
+        index = self._case_index
+        if index is None or index[0] is not self.cases or index[1] != len(self.cases):
+            by_id: dict[str, CaseView] = {}
+            for c in self.cases:
+                by_id.setdefault(c.case_id, c)
+            index = self._case_index = (self.cases, len(self.cases), by_id)
+        return index[2].get(case_id)
 
     def newly_failing_in(self, case_id: str) -> list[ComparisonView]:
         """The comparisons (made, not skipped) in which the case is newly failing."""

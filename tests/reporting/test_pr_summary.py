@@ -167,6 +167,16 @@ def test_a_huge_batch_fits_the_limit_and_says_how_many_were_left_out(gated, limi
     assert not RAW_CONTROL.search(text)
 
 
+def test_a_case_is_found_by_its_id_the_first_of_two_and_after_the_list_grows(gated):
+    _root, _cand, results, _base = gated
+    r = _huge(results, 3)
+    assert r.case("case-00001") is r.cases[1] and r.case("no-such-case") is None
+    r.cases.append(dataclasses.replace(r.cases[2], case_id="case-00000"))
+    late = dataclasses.replace(r.cases[2], case_id="late")
+    r.cases.append(late)
+    assert r.case("case-00000") is r.cases[0] and r.case("late") is late
+
+
 def test_the_default_pointer_names_the_batch_report(gated):
     _root, cand, results, _base = gated
     (cand.folder / "report.html").write_text("<html></html>")
