@@ -20,10 +20,12 @@ attempts holds one chunk of records at a time, never the batch.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import tempfile
+import threading
 import types
 import typing
 from collections.abc import Iterable, Iterator, Sequence
@@ -37,6 +39,30 @@ from sqleval_pipeline.textfiles import ENCODING_ERRORS
 from sqleval_pipeline.errors import InputError, SqlevalError
 
 M = TypeVar("M", bound=BaseModel)
+
+
+#: the memory limit of the in-memory DuckDB a process converts and reads record files in; a
+#: conversion that needs more (rows of several MB) gets a database of its own
+SCRATCH_MEMORY_MB = 240
+_scratch: tuple[int, Any] | None = None  # (pid, connection)
+_scratch_lock = threading.Lock()
+
+
+def _scratch_cursor() -> Any:
+    """A cursor of this process's in-memory DuckDB for record files, made on first use (in a
+    forked child, again). Making a database costs ~14 ms (its catalog of functions), a cursor
+    nothing, and a run reads and writes tens of record files. Each caller gets a cursor of
+    its own (threads never share one) and closes it."""
+    global _scratch
+    with _scratch_lock:
+        if _scratch is None or _scratch[0] != os.getpid():
+            import duckdb
+
+            spill = tempfile.mkdtemp(prefix="sqleval-records-")
+            atexit.register(shutil.rmtree, spill, ignore_errors=True)
+            _scratch = (os.getpid(), duckdb.connect(config={
+                "threads": 1, "memory_limit": f"{SCRATCH_MEMORY_MB}MB", "temp_directory": spill}))
+        return _scratch[1].cursor()
 
 
 def _is_nested(annotation: Any) -> bool:
@@ -160,8 +186,11 @@ class RecordWriter:
         # the reader's buffer holds the longest row (twice); rows stream through in order
         object_size = max(16 << 20, 4 * self._longest + 1024)
         limit_mb = 192 + 3 * (object_size >> 20)
-        con = duckdb.connect(config={"threads": 1, "memory_limit": f"{limit_mb}MB",
-                                     "temp_directory": str(self._tmpdir)})
+        if limit_mb <= SCRATCH_MEMORY_MB:
+            con = _scratch_cursor()
+        else:
+            con = duckdb.connect(config={"threads": 1, "memory_limit": f"{limit_mb}MB",
+                                         "temp_directory": str(self._tmpdir)})
         try:
             con.execute(
                 f"COPY (SELECT {select} FROM read_json(?, format='newline_delimited', "
@@ -257,7 +286,7 @@ def iter_records(path: str | os.PathLike[str], model: type[M], *, chunk: int = 1
 
     nested = nested_fields(model)
     select = ", ".join(json.dumps(c) for c in columns) if columns else "*"
-    con = duckdb.connect(config={"threads": 1})
+    con = _scratch_cursor()
     n = 0
     try:
         try:
