@@ -205,12 +205,18 @@ def parse(project: Project, *, force: bool = False) -> Path:
     A project with a ``serve.select`` or ``serve.exclude`` is parsed by the ``dbt ls`` that
     resolves that selection (it writes the same manifest, partial-parse state included): one
     dbt process where a parse and then a listing took two (:func:`_selected_ids` reads what it
-    listed). When that listing fails, ``dbt parse`` runs to say whether the project parses;
-    the selection's own error is raised where the selection is resolved."""
+    listed). When that listing fails, or leaves no fresh manifest, ``dbt parse`` runs (and
+    says whether the project parses); the selection's own error is raised where the
+    selection is resolved."""
     project.dbt_project_yml  # noqa: B018  (a missing dbt project fails with the field named)
     path = manifest_path(project)
-    if force or not path.exists() or _newest_source(project) > path.stat().st_mtime:
-        if not (_has_selection(project) and _list_selection(project, project.dbt_target_dir)[0] is not None):
+
+    def stale() -> bool:
+        return not path.exists() or _newest_source(project) > path.stat().st_mtime
+
+    if force or stale():
+        listed = _has_selection(project) and _list_selection(project, project.dbt_target_dir)[0] is not None
+        if not listed or stale():
             run_dbt(project, ["parse", "--quiet"])
     return path
 

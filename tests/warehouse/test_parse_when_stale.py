@@ -60,8 +60,9 @@ class FakeDbt:
     state) into their target path, as dbt does; `ls` prints the unique ids it selects as JSON
     lines; an unknown selector fails as dbt fails."""
 
-    def __init__(self):
+    def __init__(self, ls_writes_manifest: bool = True):
         self.calls: list[tuple[str, object]] = []
+        self.ls_writes_manifest = ls_writes_manifest
 
     def __call__(self, project, command, *, target_path=None, check=True):
         target = target_path or project.dbt_target_dir
@@ -70,6 +71,8 @@ class FakeDbt:
         if command[0] == "ls" and sel not in SELECTS:
             return subprocess.CompletedProcess(command, 2, "", f"Runtime Error: no selector {sel!r}")
         target.mkdir(parents=True, exist_ok=True)
+        if command[0] == "ls" and not self.ls_writes_manifest:
+            return subprocess.CompletedProcess(command, 0, "", "")
         nodes = {f"model.p.{m}": {"resource_type": "model", "name": m, "schema": schema, "database": "w",
                                   "config": {"materialized": "table"}} for m, schema in MODELS.items()}
         (target / "manifest.json").write_text(json.dumps({"nodes": nodes}))
@@ -122,3 +125,12 @@ def test_a_selection_dbt_cannot_evaluate_still_parses_and_names_the_field(tmp_pa
     assert [c[0] for c in fake.calls] == ["ls", "parse", "ls"]
     assert (project.dbt_target_dir / "manifest.json").is_file()
     assert not list(project.dbt_target_dir.glob("sqleval-listed-*.json"))
+
+
+def test_a_listing_that_leaves_no_manifest_is_followed_by_a_parse(tmp_path, monkeypatch):
+    # (dbt told not to write JSON, say): the definitions still get their manifest
+    fake = FakeDbt(ls_writes_manifest=False)
+    monkeypatch.setattr(dbt, "run_dbt", fake)
+    project = _project(tmp_path, "tag:mine")
+    assert dbt.parse(project).is_file()
+    assert [c[0] for c in fake.calls] == ["ls", "parse"]
