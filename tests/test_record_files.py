@@ -5,7 +5,9 @@ database of their own; threads and forked children are kept apart."""
 from __future__ import annotations
 
 import os
+import signal
 import threading
+import time
 
 from pydantic import BaseModel
 
@@ -63,8 +65,14 @@ def test_a_forked_child_reads_and_writes_in_a_database_of_its_own(tmp_path):
             code = 0 if ok else 2
         finally:
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    deadline = time.monotonic() + 60  # a child stuck (on a lock taken at the fork) fails, never hangs
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise AssertionError("the forked child did not finish within 60 s")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
     assert recordio._scratch is parent_db  # still the parent's, and still working
     assert load_records(tmp_path / "child.parquet", Row) == rows[::-1]
     assert load_records(parent_file, Row) == rows
