@@ -28,16 +28,16 @@ from typing import Any
 from sqleval_pipeline.grading.outcomes import compare, compare_any
 from sqleval_pipeline.grading.ties import case_shapes
 from sqleval_pipeline.pipeline.records import Attempt, Execution
+from sqleval_pipeline.pipeline.recordio import scratch_cursor
 from sqleval_pipeline.results import ResultSet
 
 
 def vendor_responses(attempts_path: Path) -> Iterator[tuple[tuple[str, str, int], str]]:
     """(attempt key, raw response) of the attempts whose raw response holds the vendor's
     rows, in stored order — the pipeline's streams leave raw responses out, so the grades
-    stage walks this beside them (:func:`with_vendor_rows`)."""
-    import duckdb
-
-    con = duckdb.connect(config={"threads": 1, "preserve_insertion_order": True})
+    stage walks this beside them (:func:`with_vendor_rows`). Read in the process's database
+    for record files (DuckDB keeps insertion order by default)."""
+    con = scratch_cursor()
     try:
         cur = con.execute("SELECT config_version, case_id, run_index, raw_response FROM read_parquet(?) "
                           "WHERE kind = 'sql' AND contains(raw_response, '\"vendor_result')",

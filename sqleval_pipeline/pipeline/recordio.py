@@ -48,7 +48,7 @@ _scratch: tuple[int, Any] | None = None  # (pid, connection)
 _scratch_lock = threading.Lock()
 
 
-def _scratch_cursor() -> Any:
+def scratch_cursor() -> Any:
     """A cursor of this process's in-memory DuckDB for record files, made on first use (in a
     forked child, again). Making a database costs ~14 ms (its catalog of functions), a cursor
     nothing, and a run reads and writes tens of record files. Each caller gets a cursor of
@@ -187,7 +187,7 @@ class RecordWriter:
         object_size = max(16 << 20, 4 * self._longest + 1024)
         limit_mb = 192 + 3 * (object_size >> 20)
         if limit_mb <= SCRATCH_MEMORY_MB:
-            con = _scratch_cursor()
+            con = scratch_cursor()
         else:
             con = duckdb.connect(config={"threads": 1, "memory_limit": f"{limit_mb}MB",
                                          "temp_directory": str(self._tmpdir)})
@@ -286,7 +286,7 @@ def iter_records(path: str | os.PathLike[str], model: type[M], *, chunk: int = 1
 
     nested = nested_fields(model)
     select = ", ".join(json.dumps(c) for c in columns) if columns else "*"
-    con = _scratch_cursor()
+    con = scratch_cursor()
     n = 0
     try:
         try:
