@@ -7,10 +7,17 @@ arithmetic), and each step is also *timed*: a :class:`Budget` is checked between
 every few hundred nodes inside the tree walks. A statement whose checks exceed it is refused
 with its own reason, ``filter_budget_exceeded``, rather than analysed further.
 
-The budget is :data:`FILTER_BUDGET_S` (1 s), never more than the policy's statement timeout:
-the parent waits for nothing longer than a statement may run. The guarded executor spends one
-budget on everything it does before handing the text to a worker (the filter, the pinned
-clock, the filter again on the pinned text).
+The budget is :data:`FILTER_BUDGET_S` (1 s), never more than the policy's statement timeout.
+It counts the CPU time of the thread doing the checks (``time.thread_time``): the work the text
+costs the parent, which does not depend on how busy the machine is, so the same text gets the
+same verdict on a laptop and on a saturated CI runner (on the wall clock, a text that takes
+2 ms to check was refused on two cores shared by three test workers, because the process
+waited its turn for a second; in an evaluation that would have counted a legitimate statement
+as refused because of the machine's load). The wall clock still has a ceiling,
+:data:`WALL_FACTOR` times the budget, so a starved parent does not wait without end either.
+The guarded executor spends one budget on everything it does before handing the text to a
+worker (the filter, the pinned clock, the filter again on the pinned text); a budget belongs
+to the thread that made it.
 
 >>> b = Budget(10.0)
 >>> b.check("parse"); b.expired
@@ -29,18 +36,22 @@ from sqleval_pipeline.errors import SqlevalError
 
 #: the statement filter's time budget per text (seconds), capped by the statement timeout
 FILTER_BUDGET_S = 1.0
+#: the wall-clock ceiling, as a multiple of the budget (the budget itself is CPU time)
+WALL_FACTOR = 10.0
 #: the reason code of a statement whose checks exceeded the budget
 BUDGET_REASON = "filter_budget_exceeded"
 
 
 class BudgetExceeded(SqlevalError):
-    """Raised by :meth:`Budget.check` once the deadline has passed."""
+    """Raised by :meth:`Budget.check` once the budget is spent: ``elapsed_s`` is the CPU time
+    spent, ``wall_s`` the wall-clock time (which may be what ran out: :data:`WALL_FACTOR`)."""
 
-    def __init__(self, step: str, elapsed_s: float, limit_s: float):
+    def __init__(self, step: str, elapsed_s: float, limit_s: float, wall_s: float | None = None):
         super().__init__(f"{step}: {elapsed_s:.3f} s of {limit_s:.3f} s")
         self.step = step
         self.elapsed_s = elapsed_s
         self.limit_s = limit_s
+        self.wall_s = elapsed_s if wall_s is None else wall_s
 
     @property
     def message(self) -> str:
@@ -50,8 +61,7 @@ class BudgetExceeded(SqlevalError):
 
     def as_detail(self) -> dict:
         return {"step": self.step, "elapsed_ms": round(self.elapsed_s * 1000, 1),
-                "budget_ms": round(self.limit_s * 1000, 1)}
-
+                "wall_ms": round(self.wall_s * 1000, 1), "budget_ms": round(self.limit_s * 1000, 1)}
 
 _STEPS = {
     "characters": "scanning characters", "tokens": "tokenizing", "bounds": "checking sizes",
@@ -61,26 +71,36 @@ _STEPS = {
 
 
 class Budget:
-    """A deadline ``limit_s`` seconds after ``start`` (default: now, ``time.perf_counter``)."""
+    """``limit_s`` seconds of this thread's CPU time from now, and at most :data:`WALL_FACTOR`
+    times that on the wall clock from ``start`` (default: now, ``time.perf_counter``)."""
 
-    __slots__ = ("limit_s", "start", "deadline")
+    __slots__ = ("limit_s", "start", "cpu_start", "wall_deadline")
 
     def __init__(self, limit_s: float, start: float | None = None):
         self.limit_s = max(0.0, float(limit_s))
         self.start = time.perf_counter() if start is None else start
-        self.deadline = self.start + self.limit_s
+        self.cpu_start = time.thread_time()
+        self.wall_deadline = self.start + WALL_FACTOR * self.limit_s
+
+    def spent(self) -> float:
+        """CPU seconds this thread has spent since the budget was made."""
+        return time.thread_time() - self.cpu_start
 
     @property
     def expired(self) -> bool:
-        return time.perf_counter() > self.deadline
+        return self.spent() > self.limit_s or time.perf_counter() > self.wall_deadline
 
     def remaining(self) -> float:
-        return max(0.0, self.deadline - time.perf_counter())
+        """CPU seconds left (less if the wall-clock ceiling is nearer)."""
+        wall_left = (self.wall_deadline - time.perf_counter()) / WALL_FACTOR if WALL_FACTOR else 0.0
+        return max(0.0, min(self.limit_s - self.spent(), wall_left))
+
+    def exceeded(self, step: str) -> BudgetExceeded:
+        """The exception for ``step`` with the time spent so far."""
+        return BudgetExceeded(step, self.spent(), self.limit_s, time.perf_counter() - self.start)
 
     def check(self, step: str) -> None:
-        now = time.perf_counter()
-        if now > self.deadline:
-            raise BudgetExceeded(step, now - self.start, self.limit_s)
+        if self.expired:
+            raise self.exceeded(step)
 
-
-__all__ = ["BUDGET_REASON", "Budget", "BudgetExceeded", "FILTER_BUDGET_S"]
+__all__ = ["BUDGET_REASON", "Budget", "BudgetExceeded", "FILTER_BUDGET_S", "WALL_FACTOR"]

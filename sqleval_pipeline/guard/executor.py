@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sqleval_pipeline.guard.budget import BUDGET_REASON, Budget, BudgetExceeded
+from sqleval_pipeline.guard.budget import BUDGET_REASON, Budget
 from sqleval_pipeline.guard.cap import inject_limit
 from sqleval_pipeline.guard.clock import pin_clock
 from sqleval_pipeline.guard.database import classify_error
@@ -273,8 +273,7 @@ class GuardedExecutor:
                                     filter_ms=filter_ms, **base))
         if budget.expired:
             return done(GuardResult("refused", layer="filter", reason=BUDGET_REASON,
-                                    message=BudgetExceeded("pin", time.perf_counter() - budget.start,
-                                                           budget.limit_s).message, filter_ms=filter_ms,
+                                    message=budget.exceeded("pin").message, filter_ms=filter_ms,
                                     executed_sql=executed, **base))
         residual = verdict.clock_calls  # clock calls left in the text that runs
         if executed != sql:  # the text executed is always a text the filter accepted

@@ -12,7 +12,9 @@ What these tests time is the work of this thread (``tests.conftest.cpu_time_of``
 the garbage collector paused), not the wall clock: on a loaded machine (CI's two cores run two test workers, their sandboxes and
 subprocesses) the wall clock also counts other processes' turns on the core, which is no cost
 of the filter, and made a decision of 0.25 s of budget take 0.507 s there. The filter's own
-budget stays on the wall clock: under load it refuses sooner, never later.
+budget counts its thread's CPU time too (guard/budget.py), with a wall-clock ceiling ten times
+longer: a check of 2 ms was once refused on the wall clock because its process waited a second
+for a core.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -27,7 +30,7 @@ import pytest
 from sqleval_pipeline.demo import location
 from sqleval_pipeline.golden import load_golden
 from sqleval_pipeline.guard.bounds import MAX_CHAINED_CALLS, MAX_DEPTH, MAX_LAMBDA_DEPTH
-from sqleval_pipeline.guard.budget import BUDGET_REASON, FILTER_BUDGET_S
+from sqleval_pipeline.guard.budget import BUDGET_REASON, FILTER_BUDGET_S, WALL_FACTOR, Budget, BudgetExceeded
 from sqleval_pipeline.guard.characters import scan
 from sqleval_pipeline.guard.clock import pin_clock
 from sqleval_pipeline.guard.statement_filter import StatementFilter
@@ -99,10 +102,8 @@ def test_sizeable_bounds_are_still_sized_exactly(sf):
 # ----------------------------------------------------------------------------- shapes
 
 def test_a_chain_of_subscripts_is_parsed_in_linear_time():
-    """The proof is the CPU time (0.1 s here; 72 s before). The filter's own budget is on the
-    wall clock (1 s), which three test workers on two cores once used up while this process
-    waited for its turn: a filter with a budget of 10 s decides here, so the verdict is the
-    analysis's, not the machine's load."""
+    """The proof is the CPU time (0.1 s here; 72 s before). A filter with a budget of 10 s
+    decides here, so the verdict is the analysis's whatever the garbage collector does."""
     roomy = StatementFilter(demo_policy(), database_names={"snap-test"}, budget_s=10.0)
     v, secs = _timed(roomy, "SELECT [1]" + "[1]" * ((SIZE - 10) // 3))
     assert v.allowed, v.message
@@ -131,7 +132,8 @@ def test_shapes_whose_parse_cost_grows_are_refused_before_parsing(sql, reason, m
             raise AssertionError("the parser was called")
 
     monkeypatch.setattr(statement_filter, "GUARD_DIALECT", NoParser())
-    v = StatementFilter(demo_policy(), database_names={"snap-test"}).check(sql)
+    # a roomy budget: what is proved is the bound on the tokens, not the budget
+    v = StatementFilter(demo_policy(), database_names={"snap-test"}, budget_s=10.0).check(sql)
     assert v.reason == reason, v.message
 
 
@@ -167,6 +169,29 @@ def test_a_statement_over_the_budget_is_refused_with_its_own_reason():
     assert secs < 0.5
     # the full budget decides the same text: it is allowed
     assert StatementFilter(demo_policy()).check(sql).allowed
+
+
+def test_the_budget_counts_work_not_waiting():
+    """A thread that waits (its process descheduled on a busy machine, here a sleep) spends no
+    budget; the wall clock still has a ceiling of WALL_FACTOR budgets; work spends it."""
+    waiting = Budget(0.2)
+    time.sleep(0.1)
+    assert not waiting.expired and waiting.remaining() > 0.15
+    waiting.check("tokens")  # does not raise
+
+    starved = Budget(0.01)
+    time.sleep(0.01 * WALL_FACTOR + 0.05)
+    assert starved.expired
+    with pytest.raises(BudgetExceeded) as e:
+        starved.check("parse")
+    detail = e.value.as_detail()
+    assert detail["step"] == "parse" and detail["wall_ms"] >= 150 and detail["elapsed_ms"] < 100
+
+    working = Budget(0.02)
+    while time.thread_time() - working.cpu_start < 0.03:
+        pass
+    assert working.expired and working.remaining() == 0.0
+    assert working.exceeded("walk").elapsed_s >= 0.02
 
 
 def test_a_refusal_under_a_lowered_budget_is_not_cached():
