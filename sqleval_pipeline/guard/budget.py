@@ -63,6 +63,7 @@ class BudgetExceeded(SqlevalError):
         return {"step": self.step, "elapsed_ms": round(self.elapsed_s * 1000, 1),
                 "wall_ms": round(self.wall_s * 1000, 1), "budget_ms": round(self.limit_s * 1000, 1)}
 
+
 _STEPS = {
     "characters": "scanning characters", "tokens": "tokenizing", "bounds": "checking sizes",
     "parse": "parsing", "walk": "checking the syntax tree", "tables": "resolving tables",
@@ -92,7 +93,7 @@ class Budget:
 
     def remaining(self) -> float:
         """CPU seconds left (less if the wall-clock ceiling is nearer)."""
-        wall_left = (self.wall_deadline - time.perf_counter()) / WALL_FACTOR if WALL_FACTOR else 0.0
+        wall_left = (self.wall_deadline - time.perf_counter()) / WALL_FACTOR
         return max(0.0, min(self.limit_s - self.spent(), wall_left))
 
     def exceeded(self, step: str) -> BudgetExceeded:
@@ -102,5 +103,6 @@ class Budget:
     def check(self, step: str) -> None:
         if self.expired:
             raise self.exceeded(step)
+
 
 __all__ = ["BUDGET_REASON", "Budget", "BudgetExceeded", "FILTER_BUDGET_S", "WALL_FACTOR"]
