@@ -1,5 +1,6 @@
 import csv
 import datetime as dt
+import hashlib
 import io
 import json
 
@@ -17,14 +18,33 @@ def data():
     return generate()
 
 
-def test_same_bytes_twice_and_as_committed(tmp_path, built_warehouse):
-    """Generated here and by the session build's raw-data step (another process, possibly
-    another worker): the same bytes, and the committed checksums."""
-    a = write_raw(tmp_path / "a")
-    for t in RAW_TABLES:
-        assert (tmp_path / "a" / t.filename).read_bytes() == (built_warehouse.raw_dir / t.filename).read_bytes()
+def test_same_bytes_twice_and_as_committed(data, built_warehouse):
+    """Generated here (the module's data, rendered) and by the session build's raw-data step
+    (``write_raw`` in another process, possibly another worker): the same bytes, and the
+    committed checksums."""
     committed = json.loads(RAW_CHECKSUMS.read_text())
-    assert a == committed, "generator output changed: same seed must give the same bytes everywhere"
+    assert set(committed) == {t.filename for t in RAW_TABLES}
+    for t in RAW_TABLES:
+        payload = render_csv(t, data[t.name])
+        assert payload == (built_warehouse.raw_dir / t.filename).read_bytes(), t.filename
+        assert hashlib.sha256(payload).hexdigest() == committed[t.filename], \
+            "generator output changed: same seed must give the same bytes everywhere"
+
+
+def test_write_raw_writes_what_it_renders_and_returns_its_checksums(tmp_path, monkeypatch):
+    """``write_raw`` (the build's raw step) on a small stand-in for the generator: each file is
+    the table rendered, and the checksums returned are those of the files' bytes."""
+    import sqleval_pipeline.demo.rawgen as rawgen
+
+    small = {t.name: [[f"{t.name}-{i}-{j}" for j, _c in enumerate(t.columns)] for i in range(3)]
+             for t in RAW_TABLES}
+    monkeypatch.setattr(rawgen, "generate", lambda seed=SEED: small)
+    sums = write_raw(tmp_path / "raw")
+    assert set(sums) == {t.filename for t in RAW_TABLES}
+    for t in RAW_TABLES:
+        body = (tmp_path / "raw" / t.filename).read_bytes()
+        assert body == render_csv(t, small[t.name])
+        assert sums[t.filename] == hashlib.sha256(body).hexdigest()
 
 
 def test_a_different_seed_gives_different_data(data):
