@@ -54,6 +54,12 @@ class BudgetExceeded(SqlevalError):
         self.wall_s = elapsed_s if wall_s is None else wall_s
 
     @property
+    def on_the_wall_clock(self) -> bool:
+        """Whether the wall-clock ceiling ran out, not the CPU budget: a verdict that depends on
+        the machine's load, never to be kept for the text."""
+        return self.elapsed_s <= self.limit_s
+
+    @property
     def message(self) -> str:
         return (f"Checking the statement took longer than the statement filter's time budget "
                 f"({self.limit_s:.2f} s, exceeded while {_STEPS.get(self.step, self.step)}); "
@@ -61,7 +67,8 @@ class BudgetExceeded(SqlevalError):
 
     def as_detail(self) -> dict:
         return {"step": self.step, "elapsed_ms": round(self.elapsed_s * 1000, 1),
-                "wall_ms": round(self.wall_s * 1000, 1), "budget_ms": round(self.limit_s * 1000, 1)}
+                "wall_ms": round(self.wall_s * 1000, 1), "budget_ms": round(self.limit_s * 1000, 1),
+                "ran_out": "wall clock" if self.on_the_wall_clock else "cpu"}
 
 
 _STEPS = {

@@ -210,7 +210,8 @@ class StatementFilter:
         Verdicts are cached by the exact text (the filter is a pure function of the text for
         its policy): a repeated text costs a lookup, reported as its ``elapsed_ms``.
         ``budget_s`` lowers the time budget for this call (a budget refusal under a lowered
-        budget is not cached)."""
+        budget is not cached, nor one where the wall-clock ceiling ran out: both depend on
+        the call or the machine's load, not on the text)."""
         t0 = time.perf_counter()
         key = text_key(sql) if isinstance(sql, str) else None
         if key is not None:
@@ -219,7 +220,8 @@ class StatementFilter:
                 return replace(hit, elapsed_ms=_ms(t0))
         limit = self.budget_s if budget_s is None else min(budget_s, self.budget_s)
         verdict = self._check_uncached(sql, t0, Budget(limit, t0))
-        if key is not None and (verdict.reason != BUDGET_REASON or limit >= self.budget_s):
+        if key is not None and (verdict.reason != BUDGET_REASON
+                                or (limit >= self.budget_s and verdict.detail.get("ran_out") == "cpu")):
             self._cache.put(key, verdict)
         return verdict
 

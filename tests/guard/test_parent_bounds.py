@@ -174,9 +174,9 @@ def test_a_statement_over_the_budget_is_refused_with_its_own_reason():
 def test_the_budget_counts_work_not_waiting():
     """A thread that waits (its process descheduled on a busy machine, here a sleep) spends no
     budget; the wall clock still has a ceiling of WALL_FACTOR budgets; work spends it."""
-    waiting = Budget(0.2)
-    time.sleep(0.1)
-    assert not waiting.expired and waiting.remaining() > 0.15
+    waiting = Budget(0.05)
+    time.sleep(0.1)  # twice the budget on the wall clock, a fifth of its ceiling
+    assert not waiting.expired and waiting.remaining() > 0.03
     waiting.check("tokens")  # does not raise
 
     starved = Budget(0.01)
@@ -186,12 +186,29 @@ def test_the_budget_counts_work_not_waiting():
         starved.check("parse")
     detail = e.value.as_detail()
     assert detail["step"] == "parse" and detail["wall_ms"] >= 150 and detail["elapsed_ms"] < 100
+    assert detail["ran_out"] == "wall clock"
 
     working = Budget(0.02)
     while time.thread_time() - working.cpu_start < 0.03:
         pass
     assert working.expired and working.remaining() == 0.0
     assert working.exceeded("walk").elapsed_s >= 0.02
+    assert working.exceeded("walk").as_detail()["ran_out"] == "cpu"
+
+
+def test_a_refusal_of_the_wall_clock_ceiling_is_not_cached(monkeypatch):
+    """A starved process (here: a ceiling of a nanosecond) refuses on the wall clock; the
+    verdict depends on the load, so the same text is decided again, and allowed, once the
+    process gets its turns."""
+    from sqleval_pipeline.guard import budget
+
+    sf = StatementFilter(demo_policy())
+    sql = "SELECT count(*) AS n FROM fct_orders"
+    monkeypatch.setattr(budget, "WALL_FACTOR", 1e-9)
+    v = sf.check(sql)
+    assert v.reason == BUDGET_REASON and v.detail["ran_out"] == "wall clock", v.message
+    monkeypatch.undo()
+    assert sf.check(sql).allowed
 
 
 def test_a_refusal_under_a_lowered_budget_is_not_cached():
