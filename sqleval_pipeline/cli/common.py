@@ -163,9 +163,13 @@ def print_summary(summary, title: str) -> None:
     if "test_suite" in mats:
         m = mats["test_suite"]
         weak = m.get("weak_cases") or []
-        t.add_row("test suite", f"{m.get('neighbours')} neighbour databases, {m.get('cases')} cases distilled "
-                  f"(mean kill rate {100 * float(m.get('mean_kill_rate') or 0):.0f}%; {len(weak)} weak"
-                  + (f": {', '.join(weak[:5])}" if weak else "") + f"); suite {m.get('suite')}")
+        if not m.get("neighbours") and not m.get("cases"):
+            t.add_row("test suite", "no case has a reference to distil yet: its neighbour databases are "
+                      f"built with the first cases; suite {m.get('suite')}")
+        else:
+            t.add_row("test suite", f"{m.get('neighbours')} neighbour databases, {m.get('cases')} cases distilled "
+                      f"(mean kill rate {100 * float(m.get('mean_kill_rate') or 0):.0f}%; {len(weak)} weak"
+                      + (f": {', '.join(weak[:5])}" if weak else "") + f"); suite {m.get('suite')}")
     console.print(t)
     bad = [k for k, ok in summary.checks.items() if not ok]
     console.print(f"{len(mats)} assets materialized in {summary.seconds:.1f} s "

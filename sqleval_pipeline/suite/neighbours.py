@@ -15,7 +15,9 @@ every machine. Files live in the build directory, beside the snapshot::
         nbr-<12 hex>.duckdb    one file per neighbour (read-only file mode)
         suite.json             the distilled suite of each case (:mod:`~sqleval_pipeline.suite.distill`)
 
-A set whose ``set.json`` lists files that are present with the recorded SHA-256 is reused as
+A golden set with no reference to distil (a project just built) gets a set of no neighbour:
+a set's id depends on the references, so neighbours built before the first cases would not be
+theirs. A set whose ``set.json`` lists files that are present with the recorded SHA-256 is reused as
 it is; a missing or changed file is built again (the same bytes). Building is bounded: rows per
 table (plus witnesses, parents and boundary rows), and ``max_seconds`` of wall-clock time, past
 which the build stops with an error rather than leave a set that depends on the machine.
@@ -54,6 +56,8 @@ DEFAULT_ROWS_PER_TABLE = 400
 DEFAULT_SEED = 20240917
 DEFAULT_MAX_SECONDS = 900.0
 SET_FILE = "set.json"
+#: the note of a set built for a golden set with no reference (:func:`ensure_neighbours`)
+EMPTY_NOTE = "no case has a reference to distil: no neighbour built (built when cases come)"
 
 
 class NeighbourError(SqlevalError, RuntimeError):
@@ -182,10 +186,15 @@ def ensure_neighbours(serving: Path, snapshot: SnapshotManifest, cases: Sequence
     intact, built (or completed) otherwise."""
     params = params or SetParams()
     columns = served_columns(snapshot)
-    probes = analyse(readings(cases), columns, snapshot.as_of)
+    found = readings(cases)
+    probes = analyse(found, columns, snapshot.as_of)
     spec = set_spec(snapshot, probes, constraints, params)
+    if not found:
+        spec["empty"] = True  # (only then: the ids of sets with readings are as they were)
     set_id = set_id_of(spec)
     directory = root / set_id
+    if not found:
+        return _empty(snapshot, constraints, params, directory, set_id)
     existing: dict[int, NeighbourEntry] = {}
     if (directory / SET_FILE).exists():
         try:
@@ -198,6 +207,27 @@ def ensure_neighbours(serving: Path, snapshot: SnapshotManifest, cases: Sequence
                 old.reused = True
                 return old
     return _build(serving, snapshot, probes, constraints, params, directory, set_id, existing, max_seconds)
+
+
+def _empty(snapshot: SnapshotManifest, constraints: Constraints, params: SetParams, directory: Path,
+           set_id: str) -> NeighbourSet:
+    """The set of a golden set with no reference to distil (a project just built, its golden
+    set still empty): no neighbour. A set's id depends on the references it is made for, so
+    neighbours built now would not be the ones the first cases need; the set of those is built
+    when they come."""
+    manifest = NeighbourSetManifest(
+        set_id=set_id, snapshot_id=snapshot.snapshot_id, as_of=snapshot.as_of,
+        generator_version=GENERATOR_VERSION, params=params, constraints=constraints.describe(),
+        notes=[EMPTY_NOTE], neighbours=[])
+    text = manifest.model_dump_json(indent=2) + "\n"
+    try:
+        reused = (directory / SET_FILE).read_text(encoding="utf-8") == text
+    except (OSError, ValueError):
+        reused = False
+    if not reused:  # missing, or not what it should be (damaged): written again
+        directory.mkdir(parents=True, exist_ok=True)
+        write_atomically(directory / SET_FILE, text)
+    return NeighbourSet(directory, manifest, reused=reused)
 
 
 def _build(serving: Path, snapshot: SnapshotManifest, probes: Probes, constraints: Constraints, params: SetParams,

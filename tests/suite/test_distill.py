@@ -126,6 +126,35 @@ def test_the_suite_file_is_reused_case_by_case(suite_env, tmp_path):
     assert third.suite.cases["com-001"].reading_hash != same.suite.cases["com-001"].reading_hash
 
 
+def test_a_golden_set_with_nothing_to_distil_builds_no_neighbour(suite_env, tmp_path):
+    """A project just built (its golden set empty, or only should-refuse cases) gets a set of
+    no neighbour: neighbours made now would not be those of the first cases (a set's id depends
+    on the references). The first cases get theirs, built then."""
+    snap = suite_env.snapshot
+    refusals = [c for c in suite_env.cases.values() if not c.answerable]
+    assert refusals
+
+    def suite_of(cs):
+        return run_suite(cs, serving=snap.path, snapshot=snap.manifest, constraints=suite_env.constraints,
+                         root=tmp_path, params=suite_env.params)
+
+    empty = suite_of([])
+    assert empty.nset.manifest.neighbours == [] and empty.suite.cases == {}
+    assert not empty.nset.reused and not list(empty.nset.directory.glob("*.duckdb"))
+    assert load_suite(empty.path).suite_for("any") == []  # the handle grading reads
+    only_refusals = suite_of(refusals)
+    assert only_refusals.nset.set_id == empty.nset.set_id and only_refusals.nset.reused
+    assert set(only_refusals.suite.skipped) == {c.id for c in refusals}
+    # a set.json that is not what it should be is written again
+    (empty.nset.directory / "set.json").write_text("{", encoding="utf-8")
+    assert not suite_of([]).nset.reused and load_suite(empty.path).suite_for("any") == []
+    # the first case with a reference: a set of its own, with the neighbours it asks for
+    first = suite_of([suite_env.cases["com-001"]])
+    assert first.nset.set_id != empty.nset.set_id
+    assert len(first.nset.manifest.neighbours) == suite_env.params.neighbours
+    assert len(list(first.nset.directory.glob("*.duckdb"))) == suite_env.params.neighbours
+
+
 def test_a_case_whose_reference_changed_is_not_checked_with_stored_results(suite_env, run, monkeypatch):
     case = suite_env.cases["com-001"]
     assert suite_env.suite.is_current(case)
