@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
 
@@ -13,6 +15,24 @@ import numpy as np
 from sqleval_pipeline.grading.bags import _bags, _card, _Match, _Rows, _unmatched
 from sqleval_pipeline.grading.columns import _Col, _rigid, _snap
 from sqleval_pipeline.results import ResultSet
+
+#: whether a mismatch is explained (False inside :func:`verdicts_only`)
+_EXPLAIN: ContextVar[bool] = ContextVar("sqleval_explain_mismatches", default=True)
+#: the mismatch text of a comparison made inside :func:`verdicts_only`
+NOT_EXPLAINED = "rows differ (not explained: only the verdict was asked for)"
+
+
+@contextmanager
+def verdicts_only() -> Iterator[None]:
+    """Comparisons made inside (in this thread or task) skip the example rows and column hints
+    of a mismatch, whose text is then :data:`NOT_EXPLAINED`; the verdicts are the same. For
+    callers that keep only whether a result passes (distillation runs thousands of mutants,
+    and explaining them was two fifths of comparing them)."""
+    token = _EXPLAIN.set(False)
+    try:
+        yield
+    finally:
+        _EXPLAIN.reset(token)
 
 
 def _fmt(v: Any) -> str:
@@ -102,6 +122,8 @@ _HINT_ROWS = 5000
 
 
 def _mismatch_text(expected: ResultSet, got: ResultSet, ecols, gcols, gmap, m: _Match) -> str:
+    if not _EXPLAIN.get():
+        return NOT_EXPLAINED
     parts = []
     if m.diag is not None:
         parts.append(_row_diff_examples(expected, got, m.diag))

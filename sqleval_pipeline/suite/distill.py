@@ -42,6 +42,7 @@ from typing import Any
 from sqleval_pipeline.golden.freeze import run_pinned
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.grading import GRADER_VERSION
+from sqleval_pipeline.grading.explain import verdicts_only
 from sqleval_pipeline.guard.clock import pin_clock
 from sqleval_pipeline.results import ResultSet
 from sqleval_pipeline.snapshot import SnapshotManifest, open_readonly
@@ -241,9 +242,10 @@ def distill(cases: Sequence[Case], *, serving: Path, snapshot: SnapshotManifest,
             if old is not None and old.reading_hash == reading_hash(case):
                 out[case.id] = old
                 continue
-            out[case.id] = distill_case(case, serving_con=serving_con, snapshot=snapshot, neighbours=refs, cons=cons,
-                                        references=references, columns=columns, literals=literals,
-                                        constraints=constraints, max_mutants=max_mutants, min_size=min_size)
+            with verdicts_only():
+                out[case.id] = distill_case(case, serving_con=serving_con, snapshot=snapshot, neighbours=refs,
+                                            cons=cons, references=references, columns=columns, literals=literals,
+                                            constraints=constraints, max_mutants=max_mutants, min_size=min_size)
             distilled += 1
     finally:
         cons.close()

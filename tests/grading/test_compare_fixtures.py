@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from sqleval_pipeline.grading import compare
+from sqleval_pipeline.grading.explain import NOT_EXPLAINED, verdicts_only
 from sqleval_pipeline.results import ResultSet
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "grading"
@@ -44,3 +45,26 @@ def test_compare_fixture(case):
         assert c.mismatch, "a failed comparison must say why"
     if c.facts:
         assert c.column_map is not None and len(set(c.column_map)) == len(e.columns)
+
+
+def test_verdicts_only_gives_the_same_verdicts_and_explains_nothing():
+    """Inside ``verdicts_only`` (distillation) every fixture gets the verdicts and reasons it gets
+    outside; a mismatch's text is the placeholder there, and explained again after."""
+    explained = 0
+    for case in CASES:
+        e, g = ResultSet.from_json(case["e"]), ResultSet.from_json(case["g"])
+        args = (e, g, case.get("order_matters", False), case.get("order_keys", []))
+        outside = compare(*args)
+        with verdicts_only():
+            inside = compare(*args)
+        assert (inside.exact, inside.facts, inside.exact_reason, inside.facts_reason, inside.column_map) == (
+            outside.exact, outside.facts, outside.exact_reason, outside.facts_reason, outside.column_map), case["id"]
+        if outside.mismatch and NOT_EXPLAINED not in outside.mismatch:
+            explained += 1
+        assert compare(*args).mismatch == outside.mismatch  # the context restored what it changed
+    assert explained > 10  # fixtures whose mismatch has rows and hints to explain
+    rows = ResultSet(columns=["k", "v"], types=["VARCHAR", "BIGINT"], rows=[["a", 1], ["b", 2]])
+    other = ResultSet(columns=["k", "v"], types=["VARCHAR", "BIGINT"], rows=[["a", 1], ["b", 3]])
+    with verdicts_only():
+        assert compare(rows, other).mismatch and NOT_EXPLAINED in compare(rows, other).mismatch
+    assert NOT_EXPLAINED not in compare(rows, other).mismatch and "3" in compare(rows, other).mismatch
