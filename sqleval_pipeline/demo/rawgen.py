@@ -24,8 +24,10 @@ from __future__ import annotations
 import bisect
 import csv
 import datetime as dt
+import functools
 import hashlib
 import io
+import itertools
 import random
 import sys
 from dataclasses import dataclass
@@ -170,8 +172,15 @@ def _money(paise: int) -> str:
     return f"{sign}{paise // 100}.{paise % 100:02d}"
 
 
+@functools.cache
+def _cumulative(weights: tuple) -> list:
+    """What ``random.choices`` makes of ``weights`` on every call (the running sums): given as
+    ``cum_weights`` the draws are the same, without summing the weights again each time."""
+    return list(itertools.accumulate(weights))
+
+
 def _weighted(rng: random.Random, items: tuple, weights: tuple[int, ...]):
-    return rng.choices(items, weights=weights, k=1)[0]
+    return rng.choices(items, cum_weights=_cumulative(weights), k=1)[0]
 
 
 def _day_weight(day: dt.date) -> float:
@@ -216,7 +225,7 @@ def generate(rng_seed: int = SEED) -> dict[str, list[list[str]]]:
         products.append((pid, ci, price))
     out["products"] = rows
     # popularity: a long tail
-    product_weights = [1.0 / (1 + (i % 97)) ** 0.6 for i in range(N_PRODUCTS)]
+    product_cumulative = list(itertools.accumulate(1.0 / (1 + (i % 97)) ** 0.6 for i in range(N_PRODUCTS)))
 
     # customers
     city_w = tuple(c[2] for c in CITIES)
@@ -277,7 +286,7 @@ def generate(rng_seed: int = SEED) -> dict[str, list[list[str]]]:
             line_rows = []
             for _k in range(n_items):
                 iid += 1
-                p = rng.choices(products, weights=product_weights, k=1)[0]
+                p = rng.choices(products, cum_weights=product_cumulative, k=1)[0]
                 qty = _weighted(rng, (1, 2, 3, 5), (78, 15, 5, 2))
                 line_gross = p[2] * qty
                 line_disc = line_gross * pct // 100
