@@ -289,8 +289,8 @@ INSURANCE = Path(__file__).parent / "fixtures" / "projects" / "insurance"
 @dataclass(frozen=True)
 class BuiltInsurance:
     """The insurance example as a sqleval project: `sqleval init` (serving ``tag:serving``,
-    as of 2024-06-30, schema ``restricted`` sensitive) and `sqleval build` (guardrails at the
-    hostile-only timeout and kill grace), once per run. ``project`` is never written to by a
+    as of 2024-06-30, schema ``restricted`` sensitive) and `sqleval build` (guardrails: the
+    project's own hostile suite at the hostile-only timeout and kill grace), once per run. ``project`` is never written to by a
     test: :meth:`copy` gives a module a project of its own."""
 
     root: Path  # holds dbt/ (the example, copied) and the projects over it
@@ -306,9 +306,26 @@ class BuiltInsurance:
         return target
 
 
+#: the insurance project's own hostile suite (``paths.hostile``): a few templates of each layer,
+#: on the project's tables and each of its sensitive relations. The bundled suite runs on a
+#: foreign dbt build in tests/test_wheel.py and on an insurance-like snapshot in
+#: tests/guard/test_hostile_templates.py; here, what matters is the build's guardrail asset on
+#: the project's own cases and sensitive relations
+INSURANCE_HOSTILE = (
+    {"id": "ins-write", "category": "writes", "sql": "DELETE FROM {table}", "expect": ["filter"]},
+    {"id": "ins-stacked", "category": "stacked", "sql": "SELECT 1; DROP TABLE {table}", "expect": ["filter"]},
+    {"id": "ins-file", "category": "file_read", "sql": "SELECT * FROM read_csv('/etc/passwd')", "expect": ["filter"]},
+    {"id": "ins-sensitive", "category": "sensitive_access", "sql": "SELECT * FROM {sensitive}",
+     "expect": ["filter"], "for_each": "sensitive"},
+    {"id": "ins-bomb", "category": "resource_bombs",
+     "sql": "SELECT count(*) FROM {table} a, {table} b, range(1000000) r1, range(1000000) r2"},
+)
+
+
 def _build_insurance(root: Path) -> None:
     """`sqleval init` and `sqleval build` of the insurance example in ``root`` (its dbt project
-    copied to ``dbt/``, the sqleval project in ``project/``); what they printed in ``built.json``."""
+    copied to ``dbt/``, the sqleval project in ``project/``, whose hostile suite is
+    :data:`INSURANCE_HOSTILE`); what they printed in ``built.json``."""
     import json
 
     from typer.testing import CliRunner
@@ -320,21 +337,27 @@ def _build_insurance(root: Path) -> None:
         "target", "logs", "*.duckdb", "sqleval.yaml", "evals"))
     runner = CliRunner()
     outputs = {}
+    init = ["init", str(root / "project"), "--dbt-project", str(root / "dbt"), "--select", "tag:serving",
+            "--as-of", "2024-06-30", "--sensitive-schemas", "restricted"]
+    build = ["--project", str(root / "project"), "build", "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S),
+             "--guardrail-kill-grace", str(HOSTILE_ONLY_KILL_GRACE_S)]
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("SQLEVAL_HOME", raising=False)  # the project keeps its own build dir
         mp.delenv("SQLEVAL_PROJECT", raising=False)
         mp.delenv("DAGSTER_HOME", raising=False)  # a run sets the project's: restored
         try:
-            for step, args in (
-                    ("init", ["init", str(root / "project"), "--dbt-project", str(root / "dbt"),
-                              "--select", "tag:serving", "--as-of", "2024-06-30",
-                              "--sensitive-schemas", "restricted"]),
-                    ("build", ["--project", str(root / "project"), "build",
-                               "--guardrail-timeout", str(HOSTILE_ONLY_TIMEOUT_S),
-                               "--guardrail-kill-grace", str(HOSTILE_ONLY_KILL_GRACE_S)])):
+            for step, args in (("init", init), ("build", build)):
                 res = runner.invoke(app, args)
                 assert res.exit_code == 0, f"sqleval {step}:\n{res.output}"
                 outputs[step] = res.output
+                if step == "init":  # the project's own hostile suite, as a user declares one
+                    spec = root / "project" / "sqleval.yaml"
+                    text = spec.read_text(encoding="utf-8")
+                    assert "\npaths:\n" in text and "hostile" not in text, text
+                    spec.write_text(text.replace("\npaths:\n", "\npaths:\n  hostile: [evals/hostile.jsonl]\n"),
+                                    encoding="utf-8")
+                    (root / "project" / "evals" / "hostile.jsonl").write_text(
+                        "".join(json.dumps(c) + "\n" for c in INSURANCE_HOSTILE), encoding="utf-8")
         finally:
             proj.select(None)  # the CLI selects a project for the process: forget it
     (root / "built.json").write_text(json.dumps(outputs))

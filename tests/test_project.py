@@ -17,6 +17,7 @@ from sqleval_pipeline import project as proj
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.cli import app
 from tests.conftest import INSURANCE as FIXTURE
+from tests.conftest import INSURANCE_HOSTILE
 
 runner = CliRunner()
 
@@ -119,6 +120,16 @@ def test_build_serves_the_selected_views_and_nothing_else(built, built_insurance
     assert "asset checks passed (failed: golden_set:coverage)" in out
     sqls = " ".join(c.get("sql") or "" for c in report["cases"])
     assert "restricted.adjuster_notes" in sqls and "fct_orders" not in sqls
+    # the project's own suite (paths.hostile): its sensitive template once per relation that is
+    # not served (the declared sensitive schema's among them), and every layer met: the filter,
+    # and the database's timeout for the bomb
+    own = {c["id"] for c in INSURANCE_HOSTILE}
+    assert {c["case_id"].split("[")[0] for c in report["cases"]} == own
+    read = {c["sql"].split("FROM ")[1] for c in report["cases"] if c["case_id"].startswith("ins-sensitive")}
+    assert {"restricted.adjuster_notes", "restricted.customer_contacts"} <= read
+    assert not {r.split(".")[1] for r in read} & _served_models()
+    bomb = next(c for c in report["cases"] if c["case_id"] == "ins-bomb")
+    assert bomb["verdict"] == "blocked" and bomb["blocked_by"] in ("database", "sandbox"), bomb
 
 
 @pytest.mark.slow
