@@ -14,11 +14,13 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import pkgutil
 import subprocess
 import sys
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import sqleval_pipeline
@@ -57,17 +59,19 @@ def _targets(module: str, path: Path, node: ast.AST, modules: dict[str, Path]) -
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
+@functools.cache
+def import_graph() -> dict[str, frozenset[str]]:
+    """The package's import edges, read once per process (every test reads the same files)."""
     modules = _modules()
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for module, path in modules.items():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 graph[module].update(_targets(module, path, node, modules))
-    return graph
+    return {m: frozenset(t) for m, t in graph.items()}
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def cycles(graph: Mapping[str, Collection[str]]) -> list[list[str]]:
     """Strongly connected components of more than one node (Tarjan, iterative)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
