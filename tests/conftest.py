@@ -290,8 +290,8 @@ INSURANCE = Path(__file__).parent / "fixtures" / "projects" / "insurance"
 class BuiltInsurance:
     """The insurance example as a sqleval project: `sqleval init` (serving ``tag:serving``,
     as of 2024-06-30, schema ``restricted`` sensitive) and `sqleval build` (guardrails: the
-    project's own hostile suite at the hostile-only timeout and kill grace), once per run. ``project`` is never written to by a
-    test: :meth:`copy` gives a module a project of its own."""
+    project's own hostile suite, at the hostile-only timeout and kill grace), once per run.
+    ``project`` is never written to by a test: :meth:`copy` gives a module a project of its own."""
 
     root: Path  # holds dbt/ (the example, copied) and the projects over it
     project: Path

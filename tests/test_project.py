@@ -16,8 +16,7 @@ from typer.testing import CliRunner
 from sqleval_pipeline import project as proj
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.cli import app
-from tests.conftest import INSURANCE as FIXTURE
-from tests.conftest import INSURANCE_HOSTILE
+from tests.conftest import INSURANCE as FIXTURE, INSURANCE_HOSTILE
 
 runner = CliRunner()
 
