@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shutil
 from decimal import Decimal
 
 import pytest
 
 from sqleval_pipeline.snapshot import compute_snapshot_id, fingerprint_serving, open_readonly
 from sqleval_pipeline.suite.generate import KINDS
-from sqleval_pipeline.suite.neighbours import ensure_neighbours, readings, served_columns
+from sqleval_pipeline.suite.neighbours import ensure_neighbours, load_set, readings, served_columns
 from sqleval_pipeline.suite.probes import analyse
 from sqleval_pipeline.suite.source import decimal_scale
 
@@ -35,7 +36,10 @@ def test_a_second_build_gives_the_same_ids_and_the_same_bytes(suite_env, tmp_pat
 def test_a_set_present_and_intact_is_reused_and_a_damaged_file_rebuilt(suite_env, tmp_path):
     args = (suite_env.snapshot.path, suite_env.snapshot.manifest, list(suite_env.cases.values()),
             suite_env.constraints)
-    built = ensure_neighbours(*args, root=tmp_path, params=suite_env.params)
+    # the set the session built, copied as it is (files, modes, set.json): present and intact
+    built = suite_env.report.nset
+    shutil.copytree(built.directory, tmp_path / built.set_id)
+    built = load_set(tmp_path / built.set_id)
     stamps = {r.id: r.path.stat().st_mtime_ns for r in built.refs()}
     reused = ensure_neighbours(*args, root=tmp_path, params=suite_env.params)
     assert reused.reused and {r.id: r.path.stat().st_mtime_ns for r in reused.refs()} == stamps
