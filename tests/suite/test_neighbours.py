@@ -37,9 +37,9 @@ def test_a_set_present_and_intact_is_reused_and_a_damaged_file_rebuilt(suite_env
     args = (suite_env.snapshot.path, suite_env.snapshot.manifest, list(suite_env.cases.values()),
             suite_env.constraints)
     # the set the session built, copied as it is (files, modes, set.json): present and intact
-    built = suite_env.report.nset
-    shutil.copytree(built.directory, tmp_path / built.set_id)
-    built = load_set(tmp_path / built.set_id)
+    session = suite_env.report.nset
+    shutil.copytree(session.directory, tmp_path / session.set_id)
+    built = load_set(tmp_path / session.set_id)
     stamps = {r.id: r.path.stat().st_mtime_ns for r in built.refs()}
     reused = ensure_neighbours(*args, root=tmp_path, params=suite_env.params)
     assert reused.reused and {r.id: r.path.stat().st_mtime_ns for r in reused.refs()} == stamps
