@@ -487,7 +487,7 @@ def load_config(path: Path, root: Path | None = None, *, project: Any = None) ->
     config = _parsed(path, text)
     digest = None
     if config.context.curation and project is not None:
-        from sqleval_pipeline.glossary import GlossaryError
+        from sqleval_pipeline.semantic.glossary import GlossaryError
         from sqleval_pipeline.semantic import glossary_digest
 
         try:

@@ -30,6 +30,7 @@ from pydantic import BaseModel
 from sqleval_pipeline.results import encode_value
 from sqleval_pipeline.textfiles import file_sha256, write_atomically
 from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.warehouse.validation import SnapshotValidationError
 
 ALLOWLISTED_SCHEMAS: tuple[str, ...] = ("marts",)
 SERVING_SCHEMA = "main"
@@ -317,8 +318,6 @@ def freeze_snapshot(
             raise
         if not report.success:
             building.unlink(missing_ok=True)
-            from sqleval_pipeline.validation import SnapshotValidationError
-
             raise SnapshotValidationError(report)
         passed = report.evaluated
 

@@ -1,7 +1,7 @@
 import sqlglot
 
 from sqleval_pipeline.demo import location
-from sqleval_pipeline.glossary import GlossaryError, load_glossary
+from sqleval_pipeline.semantic.glossary import GlossaryError, load_glossary
 from sqleval_pipeline.guard.clock import pin_clock
 
 import pytest

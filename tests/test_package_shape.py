@@ -6,6 +6,9 @@
   from the source with :mod:`ast`, so nothing is imported.
 * **One error root.** Every exception class defined in the package derives from
   :class:`sqleval_pipeline.errors.SqlevalError` (the command line catches the root only).
+* **The top level is not a stage.** At most a dozen modules sit beside the packages, and
+  none of them is a stage of a batch or a helper of one (those live in
+  :mod:`sqleval_pipeline.pipeline`).
 * **The providers' SDKs are imported on use.** Loading the command line, the stages and the
   Dagster definitions imports neither the Anthropic nor the OpenAI SDK (about 1.2 s together,
   paid by every process otherwise).
@@ -132,6 +135,23 @@ def test_the_graph_sees_function_level_imports():
 def test_no_import_cycle():
     found = cycles(import_graph())
     assert found == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+#: what a batch is made of: a top-level module named so is a stage that left its package
+STAGE_MODULES = frozenset({
+    "attempts", "executions", "grades", "diagnoses", "scorecard", "comparisons", "evaluation",
+    "batch_files", "store", "storage", "records", "recordio", "streams", "environment", "casefile",
+    "derived", "suite_checks", "calibration", "noop", "progress",
+})
+
+
+def test_the_top_level_holds_at_most_a_dozen_modules_and_no_stage():
+    top = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    stages = sorted(p.stem for p in (PACKAGE / "pipeline").glob("*.py") if p.stem != "__init__")
+    assert len(top) <= 12, f"{len(top)} top-level modules: {top}"
+    assert not set(top) & STAGE_MODULES, sorted(set(top) & STAGE_MODULES)
+    # the list above is the pipeline package's: a stage added there is named here too
+    assert set(stages) <= STAGE_MODULES, sorted(set(stages) - STAGE_MODULES)
 
 
 def test_every_exception_class_derives_from_the_root():

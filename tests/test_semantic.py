@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from sqleval_pipeline.glossary import Glossary, Term
+from sqleval_pipeline.semantic.glossary import Glossary, Term
 from sqleval_pipeline.semantic import (
     ColumnRef, UnsupportedFilter, glossary_from_manifest, merge_glossaries, render_filter,
 )

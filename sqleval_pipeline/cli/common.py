@@ -59,7 +59,7 @@ def run_assets(groups: list[str], run_config: dict | None = None, *, partition_k
     SIGTERM or SIGINT stop the run: one line says so and the command exits 143 or 130."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from sqleval_pipeline import progress as progress_hook
+    from sqleval_pipeline.pipeline import progress as progress_hook
     from sqleval_pipeline.orchestrate import RunFailed, materialize
     from sqleval_pipeline.project import ProjectError
 

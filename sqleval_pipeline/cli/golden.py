@@ -399,7 +399,7 @@ def golden_propose(
         fail(str(exc))
     writer, proposer = _question_writer(config, proj)
     from sqleval_pipeline.generation.context import load_catalog
-    from sqleval_pipeline.glossary import GlossaryError
+    from sqleval_pipeline.semantic.glossary import GlossaryError
     from sqleval_pipeline.semantic import project_glossary
     from sqleval_pipeline.guard.executor import GuardedExecutor
     from sqleval_pipeline.guard.policy import project_policy

@@ -48,7 +48,7 @@ from sqleval_pipeline.generation.baseline_vocab import (  # noqa: F401  (month_w
     plural, rx, singular, spans, time_window, variants, words,
 )
 from sqleval_pipeline.generation.context import SchemaCatalog
-from sqleval_pipeline.glossary import Glossary, Term
+from sqleval_pipeline.semantic.glossary import Glossary, Term
 from sqleval_pipeline.guard.lru import LRU
 from sqleval_pipeline.pipeline.records import Usage
 from sqleval_pipeline.errors import SqlevalError

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from sqleval_pipeline.generation.context import Column, SchemaCatalog
-from sqleval_pipeline.glossary import Glossary, Term
+from sqleval_pipeline.semantic.glossary import Glossary, Term
 from sqleval_pipeline.warehouse import roles
 from sqleval_pipeline.warehouse.roles import is_key, is_measure, key_stem
 

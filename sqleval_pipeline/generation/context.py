@@ -27,7 +27,7 @@ import numpy as np
 
 from sqleval_pipeline.configs import ContextSettings
 from sqleval_pipeline.generation.base import Example, GenerationContext
-from sqleval_pipeline.glossary import Glossary, Term
+from sqleval_pipeline.semantic.glossary import Glossary, Term
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.guard.lru import LRU
 

@@ -27,7 +27,7 @@ from sqlglot import exp
 from sqleval_pipeline.dialect.tables import table_names
 from sqleval_pipeline.generation.context import SchemaCatalog, TableInfo
 from sqleval_pipeline.golden.model import Case
-from sqleval_pipeline.glossary import Glossary, Term
+from sqleval_pipeline.semantic.glossary import Glossary, Term
 from sqleval_pipeline.warehouse.roles import is_id_reference, is_measure
 
 _TIME = re.compile(r"^(DATE|TIMESTAMP.*)$")

@@ -12,6 +12,7 @@ Read in the order a batch is made (each stage reads only what an earlier one per
 * :mod:`.comparisons` — stage 5: comparisons and the regression gate;
 * :mod:`.derived` — derived files reused when their inputs are unchanged;
 * :mod:`.casefile` — one case across a batch's files (``sqleval show``).
+* :mod:`.progress` — the process-wide sink long stages report to (the CLI's progress bars).
 
 The Dagster assets (:mod:`sqleval_pipeline.defs.evaluation`) are thin wrappers over these.
 """

@@ -1,5 +1,5 @@
 """A glossary derived from the dbt semantic layer (``semantic_models`` and ``metrics`` of a
-dbt ``manifest.json``), in the shape of the curated glossary (:mod:`sqleval_pipeline.glossary`).
+dbt ``manifest.json``), in the shape of the curated glossary (:mod:`sqleval_pipeline.semantic.glossary`).
 
 What becomes a term
 -------------------
@@ -72,7 +72,7 @@ from typing import Any, Union
 
 from sqlglot.tokens import Tokenizer, TokenType
 
-from sqleval_pipeline.glossary import Glossary, Term, load_glossary
+from sqleval_pipeline.semantic.glossary import Glossary, Term, load_glossary
 from sqleval_pipeline.semantic.terms import (  # noqa: F401 (measure_sql, term_key: public here too)
     _aliases, _definition, _filters_of, _Unsupported, measure_sql, term_key,
 )
@@ -539,7 +539,7 @@ def merge_glossaries(base: Glossary | None, override: Glossary | None) -> Glossa
 
 def project_glossary(project: Any) -> Glossary | None:
     """The effective glossary of a project: its dbt semantic layer's terms, overridden by its
-    glossary file (``glossary.py``); None when it has neither."""
+    glossary file (``paths.glossary``); None when it has neither."""
     override = None
     if project.glossary_path is not None:
         override = load_glossary(project.glossary_path)

@@ -12,12 +12,11 @@ from typing import Any
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.project import Project
 from sqleval_pipeline.warehouse import dbt
+from sqleval_pipeline.warehouse.validation import SuitesError, load_suites, suites_from_dbt_tests, validate_tables
 
 
 def validator(project: Project, selection: dbt.ServedSelection) -> tuple[Callable[[Path, str], Any] | None, list[str]]:
     """The project's validation step over a built serving file, and notes on what it skips."""
-    from sqleval_pipeline.validation import load_suites, suites_from_dbt_tests, validate_tables
-
     mode = project.spec.validation
     if mode == "none":
         return None, ["validation: none (declared in the project file)"]
@@ -37,8 +36,6 @@ def validator(project: Project, selection: dbt.ServedSelection) -> tuple[Callabl
         suites, skipped = load_suites(project.validation_file), []  # type: ignore[arg-type]
         unknown = sorted({s.table for s in suites} - {r.name for r in selection.served})
         if unknown:
-            from sqleval_pipeline.validation import SuitesError
-
             raise SuitesError(f"{project.validation_file}: suites for {unknown}, which the "
                               f"project does not serve (served: "
                               f"{sorted(r.name for r in selection.served)})")

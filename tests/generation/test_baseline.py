@@ -5,7 +5,7 @@ from sqleval_pipeline.demo import location
 from sqleval_pipeline.generation.base import GenerationContext
 from sqleval_pipeline.generation.baseline import BaselineGenerator
 from sqleval_pipeline.generation.context import load_catalog
-from sqleval_pipeline.glossary import load_glossary
+from sqleval_pipeline.semantic.glossary import load_glossary
 from sqleval_pipeline.golden import load_golden
 from sqleval_pipeline.grading import compare
 from sqleval_pipeline.guard.clock import pin_clock

@@ -19,7 +19,7 @@ from sqlglot import exp
 from sqleval_pipeline.generation.base import GenerationContext
 from sqleval_pipeline.generation.baseline import BaselineGenerator
 from sqleval_pipeline.generation.context import load_catalog
-from sqleval_pipeline.glossary import Glossary, Term
+from sqleval_pipeline.semantic.glossary import Glossary, Term
 from sqleval_pipeline.guard.clock import pin_clock
 
 AS_OF = dt.date(2025, 6, 15)

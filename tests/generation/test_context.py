@@ -3,7 +3,7 @@ import pytest
 from sqleval_pipeline.demo import location
 from sqleval_pipeline.configs import ContextSettings
 from sqleval_pipeline.generation.context import BM25, ContextBuilder, Doc, load_catalog, tokens
-from sqleval_pipeline.glossary import load_glossary
+from sqleval_pipeline.semantic.glossary import load_glossary
 from sqleval_pipeline.golden import load_golden
 
 

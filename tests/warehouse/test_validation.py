@@ -6,7 +6,7 @@ import pytest
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.demo import location
 from sqleval_pipeline.demo.rawgen import AS_OF
-from sqleval_pipeline.validation import SnapshotValidationError, load_suites, validate_tables
+from sqleval_pipeline.warehouse.validation import SnapshotValidationError, load_suites, validate_tables
 
 DEMO_SUITES = location.REPO_ROOT / "dbt_project" / "expectations.yml"
 
@@ -49,7 +49,7 @@ def test_a_broken_identity_stops_the_freeze_and_names_the_expectation(broken_war
 
 @pytest.mark.slow
 def test_an_expectations_file_with_a_typo_names_the_entry(tmp_path):
-    from sqleval_pipeline.validation import SuitesError
+    from sqleval_pipeline.warehouse.validation import SuitesError
 
     bad = tmp_path / "expectations.yml"
     bad.write_text("version: 1\ntables:\n  claims:\n    expectations:\n"
@@ -59,7 +59,7 @@ def test_an_expectations_file_with_a_typo_names_the_entry(tmp_path):
 
 
 def test_suites_derived_from_dbt_tests_only_for_served_models_that_ran():
-    from sqleval_pipeline.validation import suites_from_dbt_tests
+    from sqleval_pipeline.warehouse.validation import suites_from_dbt_tests
 
     def test_node(uid, name, model, column, **kwargs):
         return uid, {"resource_type": "test", "attached_node": model, "column_name": column,

@@ -16,7 +16,7 @@ from pydantic import Field
 from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.pipeline import comparisons
 from sqleval_pipeline.pipeline import evaluation as ev
-from sqleval_pipeline import progress
+from sqleval_pipeline.pipeline import progress
 from sqleval_pipeline.defs.evaluation import metadata as md
 from sqleval_pipeline.defs.evaluation.partitions import config_versions
 from sqleval_pipeline.defs.evaluation.status import observe_status
