@@ -29,9 +29,15 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+import os
+from urllib.parse import urlsplit
 
 from sqleval_pipeline.textfiles import parse_yaml
 from sqleval_pipeline.errors import InputError, SqlevalError
+from sqleval_pipeline.dialect import resolve_dialect, TranspileError
+from sqleval_pipeline.project import current
+from sqleval_pipeline.semantic import glossary_digest
+from sqleval_pipeline.semantic.glossary import GlossaryError
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +112,6 @@ class CallableSettings(_Strict):
 def _http_url(value: str, field: str, example: str) -> str:
     """An ``http(s)://host`` URL without a trailing slash, or an :class:`InputError` naming
     ``field`` (the vendor generators' endpoint settings)."""
-    from urllib.parse import urlsplit
-
     parts = urlsplit(value.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise InputError(f"{field} {value!r} is not an http(s) URL; write it like {example}")
@@ -333,7 +337,6 @@ class Configuration(_Strict):
     def _dialect(cls, v: str | None) -> str | None:
         if v is None:
             return None
-        from sqleval_pipeline.dialect import TranspileError, resolve_dialect
 
         try:
             return resolve_dialect(v)
@@ -411,9 +414,6 @@ def provider_of(generator: Any) -> str | None:
     >>> provider_of(AnthropicSettings(model="m")), provider_of(BaselineSettings())
     ('anthropic', None)
     """
-    import os
-    from urllib.parse import urlsplit
-
     kind = generator.kind
     if kind == "anthropic":
         return f"anthropic:{urlsplit(generator.base_url).netloc}" if generator.base_url else "anthropic"
@@ -475,8 +475,6 @@ def load_config(path: Path, root: Path | None = None, *, project: Any = None) ->
     Paths in it are relative to the project directory (``root``, default: the current
     project's); with curation on, the project's glossary content is part of the version."""
     if project is None and root is None:
-        from sqleval_pipeline.project import current
-
         project = current()
     if root is None:
         root = project.root
@@ -487,9 +485,6 @@ def load_config(path: Path, root: Path | None = None, *, project: Any = None) ->
     config = _parsed(path, text)
     digest = None
     if config.context.curation and project is not None:
-        from sqleval_pipeline.semantic.glossary import GlossaryError
-        from sqleval_pipeline.semantic import glossary_digest
-
         try:
             digest = glossary_digest(project)
         except GlossaryError as exc:
@@ -548,8 +543,6 @@ def load_configs(directory: Path | None = None, *, project: Any = None,
     """Every configuration of a folder (default: the current project's). With ``errors``
     a broken file is reported there and the others still load; without, it raises."""
     if project is None:
-        from sqleval_pipeline.project import current
-
         project = current()
     directory = directory or project.configs_dir
     configs = []

@@ -11,12 +11,21 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from contextlib import nullcontext
+import getpass
 
-from sqleval_pipeline import paths
+import dagster as dg
+import yaml
+
+from sqleval_pipeline import definitions, paths
+from sqleval_pipeline.configs import PROVIDER_TAG
+from sqleval_pipeline.defs.evaluation.partitions import config_versions
+from sqleval_pipeline.pipeline.store import file_lock
 from sqleval_pipeline.processes import process_alive
-from sqleval_pipeline.project import Project
+from sqleval_pipeline.project import OrchestrationSettings, Project
 from sqleval_pipeline.project import current as current_project
 from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.textfiles import write_atomically
 
 
 class RunFailed(SqlevalError, RuntimeError):
@@ -62,11 +71,6 @@ def instance_yaml(settings=None, project_file: Path | None = None) -> str:
     >>> yaml.safe_load(instance_yaml())["concurrency"]["runs"]["tag_concurrency_limits"][0]
     {'key': 'sqleval/provider', 'value': {'applyLimitPerUniqueValue': True}, 'limit': 1}
     """
-    import yaml
-
-    from sqleval_pipeline.configs import PROVIDER_TAG
-    from sqleval_pipeline.project import OrchestrationSettings
-
     s = settings or OrchestrationSettings()
     per_value = {"applyLimitPerUniqueValue": True}
     doc = {"telemetry": {"enabled": False},
@@ -91,8 +95,6 @@ def ensure_dagster_home(home: paths.Home, settings=None, project_file: Path | No
     current = cfg.read_text() if cfg.exists() else None
     if current is None or (current.startswith(MANAGED) and current != text) or \
             current == "telemetry:\n  enabled: false\n":  # the file earlier versions wrote
-        from sqleval_pipeline.textfiles import write_atomically
-
         write_atomically(cfg, text)
     os.environ["DAGSTER_HOME"] = str(dh)
     return str(dh)
@@ -148,8 +150,6 @@ HOST_TAG = "sqleval/host"
 def fail_orphaned_runs(instance) -> list[str]:
     """Mark failed every run of this host still STARTED whose process no longer exists (a
     ``kill -9`` leaves a run STARTED forever); returns their run ids."""
-    import dagster as dg
-
     host = socket.gethostname()
     failed = []
     records = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED],
@@ -176,21 +176,15 @@ def materialize(groups: list[str], run_config: dict | None = None,
     partition first (as the sensor would) and the partitioned assets run for it."""
     project = project or current_project()
     ensure_dagster_home(project.home, project.spec.orchestration, project.file)
-    import getpass
-
-    import dagster as dg
-
-    from sqleval_pipeline.definitions import build_definitions
 
     job_name = job_for(groups)
-    defs = build_definitions(project, manifest_dir, configs_dir, only=JOB_DOMAINS.get(job_name))
+    defs = definitions.build_definitions(project, manifest_dir, configs_dir, only=JOB_DOMAINS.get(job_name))
     config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     if run_config:
         config.update(run_config)
     run_tags = {"sqleval/trigger": "cli", "sqleval/user": _user(getpass), **(tags or {}),
                 PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     started = time.perf_counter()
-    from sqleval_pipeline.pipeline.store import file_lock
 
     # the first open of a new instance creates its SQLite schema: several runs starting at
     # once on a fresh instance would race ("table … already exists"); open it one at a time
@@ -204,8 +198,6 @@ def materialize(groups: list[str], run_config: dict | None = None,
                   if graph.get(k).is_executable and graph.get(k).group_name in groups]
         selection = None if set(wanted) >= set(job.asset_layer.executable_asset_keys) else wanted
         if partition_key:
-            from sqleval_pipeline.defs.evaluation.partitions import config_versions
-
             add_partition(instance, config_versions.name, partition_key,
                           lock=project.home.dagster_home / ".partitions.lock")
         result = job.execute_in_process(
@@ -235,10 +227,6 @@ def add_partition(instance, name: str, key: str, lock: Path | None = None) -> No
     """Register a dynamic partition; safe when other processes register it at the same time
     (check-then-add under ``lock``, a file lock shared by the processes of this instance;
     a concurrent add from elsewhere is tolerated when the key is there afterwards)."""
-    from contextlib import nullcontext
-
-    from sqleval_pipeline.pipeline.store import file_lock
-
     with file_lock(lock) if lock is not None else nullcontext():
         if instance.has_dynamic_partition(name, key):
             return

@@ -30,7 +30,8 @@ import dagster as dg
 # the module Dagster's own docs name for it in dagster.yaml (it is not exported at the top)
 from dagster._core.run_coordinator import DefaultRunCoordinator
 
-from sqleval_pipeline.configs import PROVIDER_TAG
+from sqleval_pipeline.configs import load_configs, PROVIDER_TAG
+from sqleval_pipeline.project import current, load_project
 
 log = logging.getLogger("sqleval_pipeline.run_queue")
 
@@ -56,9 +57,6 @@ def tags_to_add(tags: dict[str, str], project_file: str | None, configs_dir: str
 
 
 def _configuration(key: str, project_file: str | None, configs_dir: str | None):
-    from sqleval_pipeline.configs import load_configs
-    from sqleval_pipeline.project import current, load_project
-
     try:
         project = load_project(Path(project_file)) if project_file else current()
         errors: list[str] = []

@@ -6,6 +6,10 @@
   from the source with :mod:`ast`, so nothing is imported.
 * **One error root.** Every exception class defined in the package derives from
   :class:`sqleval_pipeline.errors.SqlevalError` (the command line catches the root only).
+* **Imports at the top.** An import inside a function is kept only where the module it loads is
+  heavy or optional for its caller (Dagster, dbt, Great Expectations, matplotlib, scipy, an HTTP
+  client stack, fsspec, the command line itself in the entry point), and it says so: a comment
+  on its line or on the line above its block of imports.
 * **The top level is not a stage.** At most a dozen modules sit beside the packages, and
   none of them is a stage of a batch or a helper of one (those live in
   :mod:`sqleval_pipeline.pipeline`).
@@ -21,6 +25,7 @@ import functools
 import importlib
 import inspect
 import pkgutil
+import re
 import subprocess
 import sys
 from collections.abc import Collection, Mapping
@@ -127,8 +132,8 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_the_graph_sees_function_level_imports():
     graph = import_graph()
-    # cli/evaluate.py imports comparisons inside a function only
-    assert "sqleval_pipeline.pipeline.comparisons" in graph["sqleval_pipeline.cli.evaluate"]
+    # cli/common.py imports orchestrate (Dagster) inside a function only
+    assert "sqleval_pipeline.orchestrate" in graph["sqleval_pipeline.cli.common"]
     assert "sqleval_pipeline.errors" in graph["sqleval_pipeline.snapshot"]
 
 
@@ -152,6 +157,38 @@ def test_the_top_level_holds_at_most_a_dozen_modules_and_no_stage():
     assert not set(top) & STAGE_MODULES, sorted(set(top) & STAGE_MODULES)
     # the list above is the pipeline package's: a stage added there is named here too
     assert set(stages) <= STAGE_MODULES, sorted(set(stages) - STAGE_MODULES)
+
+
+def function_level_imports(text: str) -> list[tuple[int, bool]]:
+    """(line, documented) of every import inside a function of a module's source: documented
+    when a comment is on the import's line or on the line above its block of imports.
+
+    >>> function_level_imports("import os\\ndef f():\\n    # heavy\\n    import a\\n    import b\\n    import c  # x\\n")
+    [(4, True), (5, True), (6, True)]
+    >>> function_level_imports("def f():\\n    x = 1\\n    import a\\n")
+    [(3, False)]
+    """
+    lines = text.splitlines()
+    found = []
+    for fn in ast.walk(ast.parse(text)):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import | ast.ImportFrom) and (node.lineno, True) not in found \
+                        and (node.lineno, False) not in found:
+                    i = node.lineno - 1
+                    while i > 0 and re.match(r"\s*(from \S+ )?import ", lines[i - 1]) and "#" not in lines[i - 1]:
+                        i -= 1  # up to the first import of the block
+                    documented = "#" in lines[node.lineno - 1] or (i > 0 and "#" in lines[i - 1]) or "#" in lines[i]
+                    found.append((node.lineno, documented))
+    return sorted(found)
+
+
+def test_every_function_level_import_says_why_it_is_there():
+    undocumented = [f"{path.relative_to(PACKAGE.parent)}:{line}" for path in sorted(PACKAGE.rglob("*.py"))
+                    for line, documented in function_level_imports(path.read_text(encoding="utf-8"))
+                    if not documented]
+    assert undocumented == [], ("imports inside functions without a reason (move them to the top, or say "
+                                f"why they are lazy): {undocumented}")
 
 
 def test_every_exception_class_derives_from_the_root():

@@ -14,6 +14,11 @@ import typer
 
 from sqleval_pipeline.cli import build as build_cmds
 from sqleval_pipeline.cli import demo, evaluate, golden, init, report, show, ui
+from sqleval_pipeline import project as proj
+from sqleval_pipeline.cli.common import fail
+from sqleval_pipeline.cli.guardrails import app as guard_app
+from sqleval_pipeline.cli.judge import app as judge_app
+from sqleval_pipeline.cli.scoring import app as scoring_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Evaluate a text-to-SQL system on pinned data, with hard guardrails.")
@@ -34,13 +39,9 @@ def _options(
     _version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                            help="Print the installed version and exit")] = False,
 ) -> None:
-    from sqleval_pipeline import project as proj
-
     if project is not None:
         target = project / proj.PROJECT_FILE if project.is_dir() else project
         if not target.exists():
-            from sqleval_pipeline.cli.common import fail
-
             fail(f"--project {project}: no {proj.PROJECT_FILE} there; create one with "
                  f"`sqleval init {project} --dbt-project PATH`")
     proj.select(project)
@@ -60,10 +61,6 @@ app.add_typer(golden.golden_app, name="golden")
 
 
 def _mount_subcommands() -> None:
-    from sqleval_pipeline.cli.guardrails import app as guard_app
-    from sqleval_pipeline.cli.judge import app as judge_app
-    from sqleval_pipeline.cli.scoring import app as scoring_app
-
     app.registered_commands.extend(scoring_app.registered_commands)  # scorecard, diff, gate
     app.add_typer(guard_app, name="guardrails", help="Guarded execution and the hostile suite")
     app.add_typer(judge_app, name="judge", help="Label failed attempts and calibrate the judges")

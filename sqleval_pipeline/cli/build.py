@@ -9,6 +9,9 @@ import typer
 from rich.table import Table
 
 from sqleval_pipeline.cli.common import console, fail, pinned, print_summary, project, run_assets
+from sqleval_pipeline import snapshot as snap
+from sqleval_pipeline.warehouse import dbt
+from sqleval_pipeline.warehouse.foundation import freeze
 
 warehouse_app = typer.Typer(no_args_is_help=True, help="The dbt-built DuckDB warehouse.")
 snapshot_app = typer.Typer(no_args_is_help=True, help="The pinned, read-only serving snapshot.")
@@ -27,6 +30,7 @@ def build(repin: Annotated[bool, typer.Option(help="Accept a new snapshot id")] 
                    "2 s bundled); only lowers it")] = None) -> None:
     """Raw-data step → dbt build → GX-validated snapshot → golden set verified → guardrails
     (one Dagster run of the project's foundation)."""
+    # Dagster (~0.7 s to import): loaded by the commands that run assets, not by every command
     from sqleval_pipeline.orchestrate import FOUNDATION_GROUPS
 
     ops: dict = {"serving_snapshot": {"config": {"repin": repin}}}
@@ -41,8 +45,8 @@ def build(repin: Annotated[bool, typer.Option(help="Accept a new snapshot id")] 
 @warehouse_app.command("build")
 def warehouse_build() -> None:
     """Run the project's raw-data step (if any) and `dbt build` (models, tests, unit tests)."""
+    # Dagster (~0.7 s to import): loaded by the commands that run assets, not by every command
     from sqleval_pipeline.orchestrate import WAREHOUSE_GROUPS
-    from sqleval_pipeline.warehouse import dbt
 
     summary = run_assets(WAREHOUSE_GROUPS)
     print_summary(summary, "warehouse")
@@ -55,8 +59,8 @@ def snapshot_build(
     with_warehouse: Annotated[bool, typer.Option("--with-warehouse", help="Rebuild the warehouse first")] = False,
 ) -> None:
     """Validate the served models (Great Expectations) and freeze them into the snapshot."""
+    # Dagster (~0.7 s to import): loaded by the commands that run assets, not by every command
     from sqleval_pipeline.orchestrate import WAREHOUSE_GROUPS
-    from sqleval_pipeline.warehouse import dbt
 
     wh = dbt.warehouse_path(project())
     if not with_warehouse and not wh.exists():
@@ -74,10 +78,6 @@ def snapshot_build(
 def snapshot_verify() -> None:
     """Re-hash the serving file against the pinned manifest (rebuilding it from the warehouse
     when it is missing) and fail on any drift."""
-    from sqleval_pipeline import snapshot as snap
-    from sqleval_pipeline.warehouse.foundation import freeze
-    from sqleval_pipeline.warehouse import dbt
-
     pinned_id, manifest, serving = pinned()
     proj = project()
     started = time.perf_counter()

@@ -11,6 +11,12 @@ from sqleval_pipeline import project as projects
 from sqleval_pipeline.cli.common import console, fail, print_summary, project, run_assets
 from sqleval_pipeline.cli.evaluate import environment_or_fail, show_evaluation
 from sqleval_pipeline.demo.location import write_demo
+from sqleval_pipeline.cli.golden import golden_stats
+from sqleval_pipeline.configs import load_configs
+from sqleval_pipeline.judging.calibration import CalibrationReport
+from sqleval_pipeline.pipeline import evaluation as ev
+from sqleval_pipeline.reporting.calibration import render_calibration
+from sqleval_pipeline.reporting.html import write_report
 
 #: where the demo is written when no folder is given and no project is at hand
 DEFAULT_DEMO_DIR = Path("sqleval-demo")
@@ -48,13 +54,8 @@ def demo(
     verify the golden set, run the guardrails, then evaluate every active configuration
     (baselines first) and gate each against its baseline, then calibrate the judges."""
     projects.select(choose_demo_project(directory))
-    from sqleval_pipeline.pipeline import evaluation as ev
-    from sqleval_pipeline.configs import load_configs
-    from sqleval_pipeline.judging.calibration import CalibrationReport
+    # Dagster (~0.7 s to import): loaded by the commands that run assets, not by every command
     from sqleval_pipeline.orchestrate import EVALUATION_GROUPS, FOUNDATION_GROUPS, JUDGING_GROUPS
-    from sqleval_pipeline.reporting.calibration import render_calibration
-
-    from sqleval_pipeline.cli.golden import golden_stats
 
     proj = project()
     summary = run_assets(FOUNDATION_GROUPS)
@@ -77,7 +78,6 @@ def demo(
     stored = ev.calibration_path(environment_or_fail())
     if stored.exists():  # written by the judge_calibration asset that just ran
         render_calibration(CalibrationReport.model_validate_json(stored.read_text()), console)
-    from sqleval_pipeline.reporting.html import write_report
 
     report = write_report(environment_or_fail(), None, proj.home.root / "reports" / "report.html")
     console.print(f"[bold]report:[/] {report} ({report.stat().st_size / 1e6:.1f} MB, one "

@@ -7,12 +7,28 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+import os
+import socket
 
-from sqleval_pipeline.pipeline import batch_files as bf
+from sqleval_pipeline.pipeline import batch_files as bf, evaluation as ev
 from sqleval_pipeline.cli.common import console, err, fail, project, run_assets, run_log_path
 from sqleval_pipeline.cli.output import warnings_to
 from sqleval_pipeline.cli.verdict import build_verdict, render_verdict
 from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.configs import ConfigError, load_config, MIN_RUNS
+from sqleval_pipeline.pipeline.comparisons import baseline_diff_gate, COMPARISONS_FILE, GateReport
+from sqleval_pipeline.pipeline.environment import environment
+from sqleval_pipeline.pipeline.noop import unchanged_batch
+from sqleval_pipeline.reporting.annotations import github_annotations
+from sqleval_pipeline.reporting.ci_batch import annotation_root, golden_locations, load_batch_results, relative_path
+from sqleval_pipeline.reporting.gate import gate_report_markdown, render_gate_report
+from sqleval_pipeline.reporting.junit import evaluation_junit
+from sqleval_pipeline.reporting.pr_summary import code, pr_summary
+from sqleval_pipeline.reporting.scorecard import (
+    diff_markdown, gate_markdown, render_diff, render_gate, render_scorecard, scorecard_markdown,
+)
+from sqleval_pipeline.scoring import CalibratedRefusal
+from sqleval_pipeline.textfiles import write_atomically
 
 #: generators that answer without calling a model provider (their calls are not counted)
 OFFLINE_GENERATORS = frozenset({"baseline", "recorded"})
@@ -24,15 +40,11 @@ INCONCLUSIVE_EXIT = 3
 
 def _inconclusive(partition_key: str) -> bool:
     """Whether the newest scorecard of the version is an outage (too many ERROR attempts)."""
-    from sqleval_pipeline.pipeline import evaluation as ev
-
     card, _batch = ev.latest_scorecard(environment_or_fail(), partition_key)
     return card is not None and card.inconclusive
 
 
 def environment_or_fail():
-    from sqleval_pipeline.pipeline import evaluation as ev
-
     try:
         return ev.environment(project())
     except (ev.EvaluationError, ValueError) as exc:
@@ -46,25 +58,12 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None, output:
 
     ``output``: ``full``; ``quiet`` (the verdict block only); ``json`` (one JSON object on
     stdout, nothing else). The Markdown report is written in every mode."""
-    from sqleval_pipeline.pipeline import evaluation as ev
-    from sqleval_pipeline.pipeline.comparisons import COMPARISONS_FILE, GateReport
-    from sqleval_pipeline.reporting.gate import gate_report_markdown, render_gate_report
-    from sqleval_pipeline.reporting.scorecard import (
-        diff_markdown,
-        gate_markdown,
-        render_diff,
-        render_gate,
-        render_scorecard,
-        scorecard_markdown,
-    )
-
     full = output == "full"
     env = environment_or_fail()
     card, batch = ev.latest_scorecard(env, partition_key)
     if card is None:
         fail(f"no scorecard for {partition_key}")
     folder = env.store.batch_dir(partition_key, batch.batch_id)
-    from sqleval_pipeline.pipeline.comparisons import baseline_diff_gate
 
     d, g = baseline_diff_gate(env, batch)
     report = (GateReport.model_validate_json((folder / COMPARISONS_FILE).read_text())
@@ -96,8 +95,6 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None, output:
             render_gate(g, console)
         md.append(gate_markdown(g))
     if (folder / bf.CALIBRATED_REFUSAL).exists():
-        from sqleval_pipeline.scoring import CalibratedRefusal
-
         cr = CalibratedRefusal.model_validate_json((folder / bf.CALIBRATED_REFUSAL).read_text())
         line = (f"calibrated refusal (strict {cr.strict_config} vs permissive {cr.permissive_config}, "
                 f"{len(cr.declined_cases)} declined answerable case(s)): {cr.verdict}")
@@ -128,17 +125,6 @@ def write_ci_outputs(partition_key: str, *, junit: Path | None = None, summary: 
                      annotations: bool = False, config: Path | None = None, output: str = "full") -> None:
     """The newest batch of a configuration version in CI's formats (docs/ci.md): JUnit XML,
     a pull-request summary, GitHub workflow commands (stdout; stderr with ``--json``)."""
-    import os
-    import socket
-
-    from sqleval_pipeline.pipeline import evaluation as ev
-    from sqleval_pipeline.reporting.annotations import github_annotations
-    from sqleval_pipeline.reporting.ci_batch import (annotation_root, golden_locations,
-                                                     load_batch_results, relative_path)
-    from sqleval_pipeline.reporting.junit import evaluation_junit
-    from sqleval_pipeline.reporting.pr_summary import code, pr_summary
-    from sqleval_pipeline.textfiles import write_atomically
-
     env = environment_or_fail()
     proj = env.project
     _card, batch = ev.latest_scorecard(env, partition_key)
@@ -177,9 +163,6 @@ def write_ci_outputs(partition_key: str, *, junit: Path | None = None, summary: 
 def _unchanged(loaded, op_config: dict, configs_dir: Path):
     """The batch whose every stage output is current (pipeline/noop.py), or None: then the
     evaluation runs. A project that cannot be read here is left for the run to report."""
-    from sqleval_pipeline.pipeline.environment import environment
-    from sqleval_pipeline.pipeline.noop import unchanged_batch
-
     try:
         env = environment(project(), configs_dir=configs_dir)
         return unchanged_batch(env, loaded, runs=op_config.get("runs"), case_ids=op_config.get("case_ids"),
@@ -215,8 +198,6 @@ def run(
     cases), then the details. Re-running an unchanged configuration reuses its finished batch
     (no model calls); an interrupted batch resumes where it stopped (SIGINT/SIGTERM exit 130/
     143). Exits 1 when the regression gate fails."""
-    from sqleval_pipeline.configs import ConfigError, load_config
-
     proj = project()
     try:
         loaded = load_config(config, project=proj)
@@ -224,7 +205,6 @@ def run(
         fail(str(exc))
     if split and split not in ("dev", "heldout"):
         fail(f"--split must be dev or heldout, not {split!r}")
-    from sqleval_pipeline.configs import MIN_RUNS
 
     if runs is not None and runs < MIN_RUNS and not loaded.config.allow_fewer_runs:
         fail(f"--runs {runs} is below the floor of {MIN_RUNS} (one run has no error bar, spread "

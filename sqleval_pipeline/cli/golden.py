@@ -9,10 +9,36 @@ from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
+import getpass
+from rich.markup import escape
 
 from sqleval_pipeline.errors import SqlevalError
 from sqleval_pipeline.cli.common import console, err, fail, load_golden_or_fail, pinned, project
 from sqleval_pipeline.textfiles import write_atomically
+from sqleval_pipeline.configs import ConfigError, load_config
+from sqleval_pipeline.dialect import schema_from_manifest
+from sqleval_pipeline.generation.context import load_catalog
+from sqleval_pipeline.golden.audit import audit_cases
+from sqleval_pipeline.golden.dedup import read_rejected, rejected_path, rejected_records
+from sqleval_pipeline.golden.describe import model_writer
+from sqleval_pipeline.golden.freeze import freeze_cases, FreezeError
+from sqleval_pipeline.golden.growth import add_case, GrowthError
+from sqleval_pipeline.golden.importers import read_questions
+from sqleval_pipeline.golden.importing import import_rows, ImportAborted, unservable_reasons
+from sqleval_pipeline.golden.loader import golden_files, GoldenChanged, write_cases
+from sqleval_pipeline.golden.propose import append_proposals, propose
+from sqleval_pipeline.golden.review import review, ReviewContext
+from sqleval_pipeline.golden.stats import counts, STATS_HEADER, stats_rows, validate_coverage
+from sqleval_pipeline.golden.verify import verify_cases
+from sqleval_pipeline.golden.vocabulary import vocabulary
+from sqleval_pipeline.guard.executor import GuardedExecutor, GuardSetupError
+from sqleval_pipeline.guard.policy import PolicyError, project_policy
+from sqleval_pipeline.providers import ProviderError
+from sqleval_pipeline.semantic import project_glossary
+from sqleval_pipeline.semantic.glossary import GlossaryError
+from sqleval_pipeline.suite.audit import insensitive, project_suite, weak_cases
+from sqleval_pipeline.suite.neighbours import check_params
+from sqleval_pipeline.warehouse import dbt
 
 golden_app = typer.Typer(no_args_is_help=True, help="The golden set of question → SQL → result.")
 
@@ -27,8 +53,6 @@ def _golden(golden: Path | None) -> Path:
 @golden_app.command("validate")
 def golden_validate(golden: GoldenPath = None) -> None:
     """Load and validate the golden set (schema, ids, taxonomy, coverage) without running it."""
-    from sqleval_pipeline.golden.stats import validate_coverage
-
     gs = load_golden_or_fail(_golden(golden))
     for s in validate_coverage(gs.cases, project().difficulties):
         err.print(f"[yellow]coverage:[/] {s}")
@@ -41,9 +65,6 @@ def golden_freeze(
     cases: Annotated[Optional[str], typer.Option(help="Comma-separated case ids (default: all)")] = None,
 ) -> None:
     """Run reference SQL on the pinned snapshot and store expected results (never by hand)."""
-    from sqleval_pipeline.golden.freeze import FreezeError, freeze_cases
-    from sqleval_pipeline.golden.loader import GoldenChanged, write_cases
-
     pinned_id, manifest, serving = pinned()
     wanted = set(cases.split(",")) if cases else None
     gs = load_golden_or_fail(_golden(golden))
@@ -80,8 +101,6 @@ def golden_freeze(
 @golden_app.command("verify")
 def golden_verify(golden: GoldenPath = None) -> None:
     """Re-run every reference on the pinned snapshot; fail naming every case that drifted."""
-    from sqleval_pipeline.golden.verify import verify_cases
-
     pinned_id, manifest, serving = pinned()
     gs = load_golden_or_fail(_golden(golden))
     started = time.perf_counter()
@@ -113,12 +132,6 @@ def golden_audit(
     """Run every reviewed reference as if a system had answered it (guard, grading, three
     runs) and flag weak ones; exit 1 on any error (with --strict, on any warning). With
     --suite, also list the cases whose result few mutants of the reference change."""
-    from rich.markup import escape
-
-    from sqleval_pipeline.golden.audit import audit_cases
-    from sqleval_pipeline.guard.executor import GuardedExecutor, GuardSetupError
-    from sqleval_pipeline.guard.policy import PolicyError, project_policy
-
     proj = project()
     pinned_id, manifest, serving = pinned()
     gs = load_golden_or_fail(_golden(golden))
@@ -167,11 +180,6 @@ def _suite_section(proj, cases: list, wanted: set[str], neighbours: int | None) 
     """The test-suite section of ``golden audit --suite``: neighbours and suites of the whole
     golden set (built or reused), weak and insensitive cases among ``wanted``. Advisory: it
     never changes the exit code."""
-    from rich.markup import escape
-
-    from sqleval_pipeline.suite.audit import insensitive, project_suite, weak_cases
-    from sqleval_pipeline.suite.neighbours import check_params
-
     try:
         with console.status("test suite: neighbours and mutants …") as status:
             rep = project_suite(proj, cases, params=check_params(neighbours, None),
@@ -218,9 +226,6 @@ def golden_add(
 ) -> None:
     """Turn a production wrong-answer report into a golden case: question + corrected SQL →
     frozen expected result, appended to the project's golden file."""
-    from sqleval_pipeline.golden.growth import GrowthError, add_case
-    from sqleval_pipeline.guard.policy import project_policy
-
     proj = project()
     difficulties = proj.difficulties
     difficulty = difficulty or (difficulties[1] if len(difficulties) > 1 else difficulties[0])
@@ -247,9 +252,6 @@ def golden_add(
 
 def _unservable(proj) -> dict[str, str]:
     """Why each model the snapshot does not serve is absent (for the import's refusals)."""
-    from sqleval_pipeline.golden.importing import unservable_reasons
-    from sqleval_pipeline.warehouse import dbt
-
     selection = dbt.served_selection(proj)
     skipped = {line.split(":", 1)[0]: line for line in selection.skipped}
     rows = [(r.schema, r.name, "ephemeral" if "ephemeral" in skipped.get(r.unique_id, "")
@@ -282,10 +284,6 @@ def golden_import(
     """Import questions into the golden set: every SQL is transpiled (with --dialect), checked
     by the guard's statement filter and frozen on the pinned snapshot; every rejected row is
     reported with its line and reason; nothing already in the golden set is changed."""
-    from sqleval_pipeline.golden.importers import read_questions
-    from sqleval_pipeline.golden.importing import import_rows
-    from sqleval_pipeline.guard.policy import project_policy
-
     proj = project()
     if not path.exists():
         fail(f"{path}: no such file")
@@ -294,7 +292,6 @@ def golden_import(
     if default_difficulty not in difficulties:
         fail(f"--difficulty {default_difficulty!r} is not in the project's taxonomy {list(difficulties)}")
     pinned_id, manifest, serving = pinned()
-    from sqleval_pipeline.dialect import schema_from_manifest
 
     try:
         batch = read_questions(path, fmt, dialect, schema=schema_from_manifest(manifest))
@@ -318,7 +315,6 @@ def golden_import(
         rows = len(c.expected.rows) if c.expected else 0
         t.add_row(c.provenance.source.rsplit(":", 1)[-1], c.id, f"[green]{c.status}[/], {rows} row(s) frozen" if c.expected
                   else f"[green]{c.status}[/] ({c.band})")
-    from rich.markup import escape
 
     for r in report.rejected:
         t.add_row(str(r.line), r.id or "-", f"[red]rejected[/]: {escape(r.reason)}")
@@ -348,8 +344,6 @@ def golden_import(
 def golden_stats(golden: GoldenPath = None,
                  as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Counts per difficulty × band × split."""
-    from sqleval_pipeline.golden.stats import STATS_HEADER, counts, stats_rows
-
     gs = load_golden_or_fail(_golden(golden))
     if as_json:
         data = [{"difficulty": d, "band": b, "split": s, "cases": n}
@@ -380,10 +374,6 @@ def golden_propose(
     """Propose new cases SQL-first: queries written from the served schema and the project's
     semantic definitions, run through the guard, described as questions, added with status
     generated (execution-only until `sqleval golden review` accepts them)."""
-    from sqleval_pipeline.golden.dedup import read_rejected, rejected_path, rejected_records
-    from sqleval_pipeline.golden.propose import append_proposals, propose
-    from sqleval_pipeline.golden.vocabulary import vocabulary
-
     proj = project()
     pinned_id, manifest, serving = pinned()
     target = file or proj.golden_dir / "proposed.jsonl"
@@ -398,11 +388,6 @@ def golden_propose(
     except SqlevalError as exc:
         fail(str(exc))
     writer, proposer = _question_writer(config, proj)
-    from sqleval_pipeline.generation.context import load_catalog
-    from sqleval_pipeline.semantic.glossary import GlossaryError
-    from sqleval_pipeline.semantic import project_glossary
-    from sqleval_pipeline.guard.executor import GuardedExecutor
-    from sqleval_pipeline.guard.policy import project_policy
 
     try:
         glossary = project_glossary(proj)
@@ -426,7 +411,6 @@ def golden_propose(
         for f in writer.failures[:3]:
             err.print(f"[yellow]warning:[/] the model did not answer ({f}); the template's "
                       "question was kept", highlight=False)
-    from sqleval_pipeline.golden.importing import ImportAborted
 
     try:
         append_proposals(target, before, [p.case for p in report.proposals])
@@ -435,7 +419,6 @@ def golden_propose(
     t = Table(title=f"{len(report.proposals)} proposal(s) added to {target} (status generated)")
     for col in ("case", "difficulty", "cluster", "rows", "question"):
         t.add_column(col)
-    from rich.markup import escape
 
     for p in report.proposals:
         t.add_row(p.case.id, p.case.difficulty, p.case.cluster, str(len(p.preview.rows)),
@@ -455,9 +438,6 @@ def _question_writer(config: Path | None, proj):
     """(writer, proposer name): a model writer for anthropic/openai configurations, else none."""
     if config is None:
         return None, "template"
-    from sqleval_pipeline.configs import ConfigError, load_config
-    from sqleval_pipeline.golden.describe import model_writer
-    from sqleval_pipeline.providers import ProviderError
 
     try:
         writer = model_writer(load_config(config, project=proj))
@@ -479,15 +459,6 @@ def golden_review(
 ) -> None:
     """Review unverified and generated cases one by one: accept (freeze, verified), edit,
     reject with a reason, skip or quit. Each decision is saved at once; run it again to go on."""
-    import getpass
-
-    from rich.markup import escape
-
-    from sqleval_pipeline.golden.loader import golden_files
-    from sqleval_pipeline.golden.review import ReviewContext, review
-    from sqleval_pipeline.guard.executor import GuardedExecutor
-    from sqleval_pipeline.guard.policy import project_policy
-
     proj = project()
     pinned_id, manifest, serving = pinned()
     golden = golden_files(proj.golden_dir) if proj.golden_dir.exists() else []

@@ -24,10 +24,21 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 from rich.table import Table
+import socket
 
 from sqleval_pipeline.cli.output import CliConsole
 from sqleval_pipeline.errors import SqlevalError
 from sqleval_pipeline.textfiles import write_atomically
+from sqleval_pipeline import snapshot as snap
+from sqleval_pipeline.guard.executor import GuardedExecutor, GuardSetupError
+from sqleval_pipeline.guard.hostile import run_suite
+from sqleval_pipeline.guard.policy import PolicyError, project_policy
+from sqleval_pipeline.guard.sandbox import SandboxError
+from sqleval_pipeline.guard.statement_filter import StatementFilter
+from sqleval_pipeline.pipeline import evaluation as ev
+from sqleval_pipeline.project import current, ProjectError
+from sqleval_pipeline.reporting.junit import guardrails_junit
+from sqleval_pipeline.warehouse.foundation import hostile_suite
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Guarded execution and the hostile suite.")
@@ -43,9 +54,6 @@ def _fail(message: str, code: int = 2) -> None:
 def _resolve_snapshot(snapshot: Path | None, manifest_file: Path | None = None):
     """(serving file, manifest) of the project's pinned snapshot, or of ``--snapshot``
     (whose manifest is looked up by its id among the project's pins)."""
-    from sqleval_pipeline import snapshot as snap
-    from sqleval_pipeline.project import ProjectError, current
-
     try:
         project = current()
     except ProjectError as exc:
@@ -89,12 +97,6 @@ def run(
                                                   "case per hostile case (docs/ci.md)")] = None,
 ) -> None:
     """Run the hostile suite; exit non-zero if anything got through or the snapshot changed."""
-    from sqleval_pipeline.warehouse.foundation import hostile_suite
-    from sqleval_pipeline.guard.executor import GuardedExecutor, GuardSetupError
-    from sqleval_pipeline.guard.hostile import run_suite
-    from sqleval_pipeline.guard.policy import PolicyError, project_policy
-    from sqleval_pipeline.guard.sandbox import SandboxError
-
     logging.getLogger("sqleval_pipeline.guard").setLevel(logging.WARNING)
     project, path, manifest = _resolve_snapshot(snapshot, manifest_file)
     try:
@@ -146,10 +148,6 @@ def run(
         write_atomically(json_out, json.dumps(report.to_json(), indent=2, default=str) + "\n")
         console.print(f"report written to {json_out}", markup=False, highlight=False)
     if junit:
-        import socket
-
-        from sqleval_pipeline.reporting.junit import guardrails_junit
-
         try:
             write_atomically(junit, guardrails_junit(report.to_json(), skipped=skipped,
                                                      hostname=socket.gethostname() or "localhost"))
@@ -191,14 +189,6 @@ def check(sql: Annotated[str, typer.Argument(help="SQL text to check")],
     """Decide one SQL text as the guard would, without executing it: the statement filter,
     the pinned clock, then DuckDB's own view (parse tree and bound plan) on the pinned
     serving file. Exit 0 when it would run, 1 when it is refused."""
-    from sqleval_pipeline.guard.executor import GuardedExecutor, GuardSetupError
-    from sqleval_pipeline.guard.policy import PolicyError, project_policy
-    from sqleval_pipeline.guard.sandbox import SandboxError
-    from sqleval_pipeline.guard.statement_filter import StatementFilter
-
-    from sqleval_pipeline import snapshot as snap
-    from sqleval_pipeline.project import ProjectError, current
-
     try:  # the filter needs only the pinned manifest (served tables), not the built file
         project = current()
         pinned = snap.read_pinned(project.manifest_dir)
@@ -241,8 +231,7 @@ def report(out: Annotated[Optional[Path], typer.Option("--out", "-o", help="HTML
     """Write the security evidence pack as one self-contained HTML file: the guard policy in
     force, the database settings read back from DuckDB, every hostile case of the last suite
     run with the layer that stopped it, and the snapshot checksum before and after."""
-    from sqleval_pipeline.pipeline import evaluation as ev
-    from sqleval_pipeline.project import ProjectError, current
+    # matplotlib and the page's templates (~0.7 s): only when the evidence page is written
     from sqleval_pipeline.reporting.html.page import write_evidence
 
     try:

@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+import yaml
 
 from sqleval_pipeline.cli.common import console, fail
 from sqleval_pipeline.data import resource
+from sqleval_pipeline.project import load_project, ProjectError
+from sqleval_pipeline.warehouse import dbt
 
 _BASELINE = """\
 # The embedded offline baseline: a deterministic question → SQL compiler over your served
@@ -56,9 +59,6 @@ def _resolve_selection(target: Path, previous: bytes | None) -> list[str]:
     """Resolve the new project's served selection against its dbt manifest (``dbt parse``):
     lines saying what is served and what is not, and why. An empty selection, or one dbt
     cannot evaluate, restores the previous ``sqleval.yaml`` (or removes the new one) and fails."""
-    from sqleval_pipeline.project import ProjectError, load_project
-    from sqleval_pipeline.warehouse import dbt
-
     try:
         selection = dbt.served_selection(load_project(target))
     except (ProjectError, dbt.DbtError) as exc:
@@ -95,8 +95,6 @@ def init(
 ) -> None:
     """Write sqleval.yaml and a skeleton evals/ (an offline baseline configuration, an example
     recorded configuration with an example answers file, an empty golden folder)."""
-    import yaml
-
     dbt_dir = dbt_project.expanduser()
     yml = dbt_dir / "dbt_project.yml"
     if not yml.exists():

@@ -8,16 +8,20 @@ from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
+from rich.prompt import Prompt
 
 from sqleval_pipeline.cli.common import console, fail, project
 from sqleval_pipeline.textfiles import write_atomically
+from sqleval_pipeline.judging.calibration import LabelError
+from sqleval_pipeline.judging.labelling import label_session, pending, queue_path, sample
+from sqleval_pipeline.pipeline import evaluation as ev
+from sqleval_pipeline.reporting.calibration import calibration_markdown, render_calibration
+from sqleval_pipeline.reporting.case import render_case
 
 app = typer.Typer(no_args_is_help=True, help="Label failed attempts and calibrate the judges")
 
 
 def _env():
-    from sqleval_pipeline.pipeline import evaluation as ev
-
     try:
         return ev.environment(project())
     except (ev.EvaluationError, ValueError) as exc:
@@ -31,8 +35,6 @@ def sample_cmd(
 ) -> None:
     """Draw a stratified sample of failed attempts (by rules category × configuration, no
     attempt twice, identical runs once) into the labelling queue."""
-    from sqleval_pipeline.judging.labelling import queue_path, sample
-
     env = _env()
     picked = sample(env, n, seed=seed)
     if not picked:
@@ -55,11 +57,6 @@ def label_cmd(
     """Label the queued attempts one by one (question, reference and candidate SQL, result
     difference; the judges' verdicts are not shown). Every label is saved at once; run it
     again to resume."""
-    from rich.prompt import Prompt
-
-    from sqleval_pipeline.judging.labelling import label_session, pending
-    from sqleval_pipeline.reporting.case import render_case
-
     env = _env()
     todo = pending(env.labels_dir, labeler)
     if not todo:
@@ -94,10 +91,6 @@ def calibrate_cmd(
 ) -> None:
     """Each judge's agreement with the human labels, Cohen's kappa with its 95% interval, the
     confusion matrix and the rules-versus-LLM disagreement table."""
-    from sqleval_pipeline.pipeline import evaluation as ev
-    from sqleval_pipeline.judging.calibration import LabelError
-    from sqleval_pipeline.reporting.calibration import calibration_markdown, render_calibration
-
     env = _env()
     try:
         report = ev.calibration_report(env)

@@ -13,8 +13,13 @@ from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
+import time
 
 from sqleval_pipeline.cli.common import console, fail, project
+from sqleval_pipeline.pipeline import evaluation as ev
+from sqleval_pipeline.pipeline.casefile import check_partition, resolve_config
+from sqleval_pipeline.reporting.exports import export as run_export
+from sqleval_pipeline.reporting.html import write_report
 
 ConfigOpt = Annotated[Optional[list[str]], typer.Option(
     "--config", "-c", help="Configuration file or name (repeatable); its current version")]
@@ -24,9 +29,6 @@ PartitionOpt = Annotated[Optional[list[str]], typer.Option(
 
 def _selection(config: list[str] | None, partition: list[str] | None):
     """(environment, the configuration versions named; [] for every scored version)."""
-    from sqleval_pipeline.pipeline import evaluation as ev
-    from sqleval_pipeline.pipeline.casefile import check_partition, resolve_config
-
     try:
         env = ev.environment(project())
         keys = [resolve_config(env, c).partition_key for c in config or []]
@@ -46,11 +48,6 @@ def report(
     refusals, failure categories, stability, comparisons and gate, trend, guardrails and a
     filterable case drill-down (default: every configuration version with a scorecard, each
     at its newest batch)."""
-    import time
-
-    from sqleval_pipeline.pipeline import evaluation as ev
-    from sqleval_pipeline.reporting.html import write_report
-
     env, keys = _selection(config, partition)
     out = out or project().home.root / "reports" / "report.html"
     t0 = time.perf_counter()
@@ -69,9 +66,6 @@ def export(
 ) -> None:
     """Export the scorecard (JSON) and one row per case and run (Parquet and JSON Lines) of
     configuration versions (default: every version with a scorecard); docs/exports.md."""
-    from sqleval_pipeline.pipeline import evaluation as ev
-    from sqleval_pipeline.reporting.exports import export as run_export
-
     env, keys = _selection(config, partition)
     try:
         files = run_export(env, keys or None, out)

@@ -28,6 +28,7 @@ from sqleval_pipeline.reporting.scorecard import (
 )
 from sqleval_pipeline.scoring.scorecard import Scorecard, build_scorecard
 from sqleval_pipeline.textfiles import write_atomically
+from sqleval_pipeline.project import current
 
 app = typer.Typer(help="Scorecards, paired diffs and the regression gate.", no_args_is_help=True)
 console = CliConsole()
@@ -104,8 +105,6 @@ def gate_cmd(
 ) -> None:
     """Regression gate: exit code 1 when the candidate regresses without a recorded decision."""
     if decisions is None:
-        from sqleval_pipeline.project import current
-
         decisions = current().decisions_path
     try:
         result = gate(Scorecard.load(baseline), Scorecard.load(candidate), load_decisions(decisions),

@@ -13,6 +13,9 @@ import typer
 from rich.markup import escape
 
 from sqleval_pipeline.cli.common import console, fail, project
+from sqleval_pipeline.pipeline import evaluation as ev
+from sqleval_pipeline.pipeline.casefile import case_detail, resolve_config
+from sqleval_pipeline.reporting.case import render_case
 
 
 def show(
@@ -28,9 +31,6 @@ def show(
 ) -> None:
     """Show one case as evaluated: question, reference SQL and expected result, then every run's
     SQL (or refusal), guarded execution, grade, mismatch and diagnosis."""
-    from sqleval_pipeline.pipeline import evaluation as ev
-    from sqleval_pipeline.pipeline.casefile import case_detail, resolve_config
-
     if (config is None) == (partition is None):
         fail("name the configuration: -c CONFIG (a file or a name) or --partition <name>@<hash8>"
              + (", not both" if config else ""))
@@ -44,6 +44,5 @@ def show(
         # plain write: the document is data, never console markup or highlighting
         typer.echo(detail.model_dump_json(indent=2))
         return
-    from sqleval_pipeline.reporting.case import render_case
 
     render_case(detail, console)

@@ -22,6 +22,7 @@ import typer
 
 from sqleval_pipeline.cli.common import console, err, project
 from sqleval_pipeline.cli.signals import HANDLED, exit_code
+from sqleval_pipeline.warehouse import dbt
 
 #: seconds ``dagster dev`` and its processes get to stop before they are killed
 STOP_TIMEOUT_S = 8.0
@@ -77,8 +78,8 @@ def ui(
     """Open the Dagster UI (`dagster dev`) on the project's instance: the runs the CLI made,
     its assets (asset keys from your dbt project), checks, sensor and nightly schedule.
     Ctrl-C or SIGTERM stops it and every process it started (exit 130 or 143)."""
+    # Dagster (~0.7 s to import): loaded by the commands that run assets, not by every command
     from sqleval_pipeline.orchestrate import ensure_dagster_home
-    from sqleval_pipeline.warehouse import dbt
 
     received: list[int] = []
     started = False

@@ -20,6 +20,7 @@ class DefsContext:
     @cached_property
     def warehouse(self) -> tuple[list[dg.AssetsDefinition], list[dg.AssetKey]]:
         """(the project's raw step and dbt assets, asset keys of the served models)."""
+        # dagster-dbt and dbt-core (~2 s to import): only when the warehouse's assets are built
         from sqleval_pipeline.defs.warehouse.assets import build_warehouse_assets
 
         return build_warehouse_assets(self.project)

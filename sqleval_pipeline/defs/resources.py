@@ -10,6 +10,7 @@ from pydantic import PrivateAttr
 
 from sqleval_pipeline import paths
 from sqleval_pipeline.project import Project, load_project
+from sqleval_pipeline.pipeline.evaluation import environment
 
 
 class SqlevalHome(dg.ConfigurableResource):
@@ -39,7 +40,5 @@ class SqlevalHome(dg.ConfigurableResource):
 
     def environment(self):
         """The evaluation environment (pinned snapshot, golden set, store) of the project."""
-        from sqleval_pipeline.pipeline.evaluation import environment
-
         return environment(self.project, home=self.home, manifest_dir=self.pins_dir,
                            configs_dir=Path(self.configs_dir) if self.configs_dir else None)

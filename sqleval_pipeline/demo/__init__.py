@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 
 from importlib import resources
+from sqleval_pipeline.demo.load import load_raw
+from sqleval_pipeline.demo.rawgen import write_raw
 
 #: the checksums of the generated raw files, pinned beside the generator (package data)
 RAW_CHECKSUMS = Path(str(resources.files(__name__).joinpath("raw_checksums.json")))
@@ -22,9 +24,6 @@ def build_raw(raw_dir: Path, warehouse: Path) -> dict[str, int]:
 
     Returns rows per ``schema.table``; raises when a generated file differs from its
     committed checksum (the generator changed without the checksums being updated)."""
-    from sqleval_pipeline.demo.load import load_raw
-    from sqleval_pipeline.demo.rawgen import write_raw
-
     checksums = write_raw(Path(raw_dir))
     pinned = json.loads(RAW_CHECKSUMS.read_text()) if RAW_CHECKSUMS.exists() else {}
     drifted = sorted(f for f, h in checksums.items() if pinned and pinned.get(f) != h)

@@ -12,6 +12,10 @@ from sqleval_pipeline.generation.base import (
     Generator,
     ProviderError,
 )
+from sqleval_pipeline.generation.anthropic_gen import AnthropicGenerator
+from sqleval_pipeline.generation.baseline import BaselineGenerator
+from sqleval_pipeline.generation.callable_gen import CallableGenerator
+from sqleval_pipeline.generation.recorded import RecordedGenerator
 
 __all__ = ["Example", "GenerationContext", "GenerationOutput", "Generator", "ProviderError",
            "make_generator"]
@@ -24,35 +28,31 @@ def make_generator(loaded: LoadedConfig, catalog, glossary, root: Path) -> Gener
     cfg = loaded.config
     s = cfg.generator
     if s.kind == "baseline":
-        from sqleval_pipeline.generation.baseline import BaselineGenerator
-
         return BaselineGenerator(catalog, glossary if cfg.context.curation else None,
                                  name=f"baseline:{cfg.name}")
     if s.kind == "anthropic":
-        from sqleval_pipeline.generation.anthropic_gen import AnthropicGenerator
-
         return AnthropicGenerator(s, timeout_s=cfg.timeout_s)
     if s.kind == "openai":
+        # an HTTP client stack (httpx, ~0.1 s): only for a configuration of this kind
         from sqleval_pipeline.generation.openai_gen import OpenAIGenerator
 
         return OpenAIGenerator(s, timeout_s=cfg.timeout_s)
     if s.kind == "http":
+        # an HTTP client stack (httpx, ~0.1 s): only for a configuration of this kind
         from sqleval_pipeline.generation.http_gen import HttpGenerator
 
         return HttpGenerator(s, timeout_s=cfg.timeout_s)
     if s.kind == "recorded":
-        from sqleval_pipeline.generation.recorded import RecordedGenerator
-
         return RecordedGenerator(s, root=root)
     if s.kind == "callable":
-        from sqleval_pipeline.generation.callable_gen import CallableGenerator
-
         return CallableGenerator(s)
     if s.kind == "cortex_analyst":
+        # an HTTP client stack (httpx, ~0.1 s): only for a configuration of this kind
         from sqleval_pipeline.generation.cortex_analyst import CortexAnalystGenerator
 
         return CortexAnalystGenerator(s, timeout_s=cfg.timeout_s)
     if s.kind == "genie":
+        # an HTTP client stack (httpx, ~0.1 s): only for a configuration of this kind
         from sqleval_pipeline.generation.genie import GenieGenerator
 
         return GenieGenerator(s, timeout_s=cfg.timeout_s)

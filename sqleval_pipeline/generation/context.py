@@ -24,12 +24,14 @@ from pathlib import Path
 
 import jinja2
 import numpy as np
+import yaml
 
 from sqleval_pipeline.configs import ContextSettings
 from sqleval_pipeline.generation.base import Example, GenerationContext
 from sqleval_pipeline.semantic.glossary import Glossary, Term
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.guard.lru import LRU
+from sqleval_pipeline.snapshot import open_readonly
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an the of in on for to by and or is are was were what which how many much "
@@ -104,8 +106,6 @@ def dbt_descriptions(models_dir: Path | None) -> dict[str, tuple[str, dict[str, 
 
     Read straight from the YAML the analysts maintain, so no ``dbt parse`` is needed first.
     """
-    import yaml
-
     out: dict[str, tuple[str, dict[str, str]]] = {}
     if models_dir is None:  # no dbt project to read descriptions from
         return {}
@@ -122,8 +122,6 @@ def load_catalog(serving: Path, as_of: dt.date, *, sample_values: int = 3,
                  models_dir: Path | None = None, schema: str = "main") -> SchemaCatalog:
     """Read tables, columns and sample values from a serving snapshot (read-only), with the
     dbt descriptions of the served models (property files under ``models_dir``)."""
-    from sqleval_pipeline.snapshot import open_readonly
-
     descriptions = dbt_descriptions(models_dir)
     con = open_readonly(serving)
     try:

@@ -42,7 +42,7 @@ from sqleval_pipeline.generation.context import ContextBuilder
 from sqleval_pipeline.generation.retry import call_with_retries
 from sqleval_pipeline.golden.model import Case
 from sqleval_pipeline.pipeline.records import Attempt, RecordWriter, Usage, count_records, load_records
-from sqleval_pipeline.pipeline.store import BatchInfo, Store, file_lock
+from sqleval_pipeline.pipeline.store import BatchInfo, file_lock, new_batch_id, Store
 from sqleval_pipeline.textfiles import atomic_path
 
 
@@ -417,8 +417,6 @@ def _reuse_attempts(store: Store, info: BatchInfo, started: float) -> RunResult:
 
 def _retry_batch(source: BatchInfo) -> BatchInfo:
     """A new batch for an inconclusive one: same inputs, its ERROR attempts asked again."""
-    from sqleval_pipeline.pipeline.store import new_batch_id
-
     return source.model_copy(update={
         "batch_id": new_batch_id(), "status": "running", "finished_at": None, "counts": {},
         "provider_calls": 0, "notes": {}, "attempts_from": None, "retries_errors_of": source.batch_id,
@@ -462,8 +460,6 @@ def open_batch(store: Store, *, partition_key: str, config_name: str, config_ver
     A batch whose recorded files are missing or changed (:meth:`Store.damaged`) is marked
     ``damaged`` and skipped; a new batch redoes its work (copying its attempts when those are
     intact, so only the later stages run again)."""
-    from sqleval_pipeline.pipeline.store import new_batch_id
-
     gh = golden_hash(cases)
     ids = [c.id for c in cases]
     if batch_id:

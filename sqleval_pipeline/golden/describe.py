@@ -20,6 +20,9 @@ from pydantic import BaseModel, Field
 from sqleval_pipeline.configs import LoadedConfig
 from sqleval_pipeline.providers import ProviderError, call_with_retries
 from sqleval_pipeline.results import ResultSet
+from sqleval_pipeline.generation._common import extract_json_object
+from sqleval_pipeline.providers.anthropic import anthropic_client, no_parsed_output, parse_mapping_errors
+from sqleval_pipeline.providers.env import env_value, is_local_url
 
 MODEL_KINDS = ("anthropic", "openai")
 PREVIEW_ROWS = 5
@@ -89,11 +92,6 @@ class ModelWriter:
     # -- providers -----------------------------------------------------------------------
 
     def _anthropic(self):
-        from sqleval_pipeline.providers.anthropic import (
-            anthropic_client, no_parsed_output, parse_mapping_errors,
-        )
-        from sqleval_pipeline.providers.env import env_value
-
         s = self.settings
         self._client = anthropic_client(
             env_value(s.api_key_env), timeout_s=self.timeout_s, base_url=s.base_url,
@@ -117,9 +115,8 @@ class ModelWriter:
         return call
 
     def _openai(self):
-        from sqleval_pipeline.generation._common import extract_json_object
+        # an HTTP client stack (httpx, ~0.1 s): only when an OpenAI-compatible model writes the questions
         from sqleval_pipeline.generation.openai_gen import DEFAULT_BASE_URL, LOCAL_PLACEHOLDER_KEY
-        from sqleval_pipeline.providers.env import env_value, is_local_url
         from sqleval_pipeline.providers.http import create_chat_completion, openai_client
 
         s = self.settings

@@ -15,8 +15,10 @@ from pathlib import Path
 from sqleval_pipeline.golden.freeze import freeze_case
 from sqleval_pipeline.golden.loader import GoldenChanged, load_golden, write_cases
 from sqleval_pipeline.golden.model import Case, Provenance
-from sqleval_pipeline.snapshot import open_readonly
+from sqleval_pipeline.snapshot import list_serving_objects, open_readonly
 from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.guard.policy import load_policy
+from sqleval_pipeline.guard.statement_filter import StatementFilter
 
 
 class GrowthError(SqlevalError, ValueError):
@@ -54,10 +56,6 @@ def add_case(
         raise GrowthError(f"case id {case_id!r} already exists in {golden_file}")
     status = "verified" if (sql or band == "should_refuse") and reviewer else "unverified"
     if sql:
-        from sqleval_pipeline.guard.policy import load_policy
-        from sqleval_pipeline.guard.statement_filter import StatementFilter
-        from sqleval_pipeline.snapshot import list_serving_objects
-
         if policy is None:
             objects = list_serving_objects(serving)
             policy = load_policy(served=[o[2] for o in objects if o[1] == "main"], schemas=["main"])

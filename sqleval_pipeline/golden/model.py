@@ -10,6 +10,8 @@ import datetime as _dt
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+import hashlib
+import json
 
 from sqleval_pipeline.results import ResultSet
 from sqleval_pipeline.textfiles import encodable
@@ -229,8 +231,6 @@ class Case(BaseModel):
         return self.expected.accepted() if self.expected is not None else []
 
     def to_json_line(self) -> str:
-        import json
-
         data = self.model_dump(mode="json", exclude_none=False)
         # fields added in revision 4 are written only when set: older files (and the content
         # hashes computed from their lines) stay as they were
@@ -250,8 +250,6 @@ class Case(BaseModel):
 def golden_hash(cases) -> str:
     """12 hex digits of the cases' content, in id order: what a batch was made for (a batch is
     reused only for the same hash) and what a derived file's digest covers."""
-    import hashlib
-
     h = hashlib.sha256()
     for c in sorted(cases, key=lambda c: c.id):
         h.update(c.to_json_line().encode())

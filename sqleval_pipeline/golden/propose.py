@@ -50,6 +50,7 @@ from sqleval_pipeline.golden.vocabulary import (
     Dimension, Measure, TableVocabulary, Vocabulary, ident, literal, plural, snake, table_clusters,
 )
 from sqleval_pipeline.results import ResultSet
+from sqleval_pipeline.golden.importing import _append_atomically
 
 KINDS = ("simple_aggregate", "filtered_aggregate", "multi_condition", "time_window", "top_k")
 MAX_ROWS = 50
@@ -397,8 +398,6 @@ def propose(
 def append_proposals(path: Path, before: bytes | None, cases: Sequence[Case]) -> None:
     """Add ``cases`` at the end of ``path`` in one atomic rewrite; its text before is kept
     byte for byte, and nothing is written when it changed since ``before`` was read."""
-    from sqleval_pipeline.golden.importing import _append_atomically
-
     if cases:
         _append_atomically(path, before, list(cases))
 

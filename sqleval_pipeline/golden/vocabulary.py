@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.tokens import Tokenizer
 
 from sqleval_pipeline.dialect.tables import table_names
 from sqleval_pipeline.generation.context import SchemaCatalog, TableInfo
@@ -131,8 +132,6 @@ def snake(text: str) -> str:
 
 def ident(name: str) -> str:
     """A column name as SQL: quoted unless it is a plain lower-case identifier."""
-    from sqlglot.tokens import Tokenizer
-
     if re.fullmatch(r"[a-z_][a-z0-9_]*", name) and name.upper() not in Tokenizer.KEYWORDS:
         return name
     return '"' + name.replace('"', '""') + '"'

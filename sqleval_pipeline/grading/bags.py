@@ -67,6 +67,7 @@ def _bag_equal_ambiguous(base: _Rows, snaps: list[_Snap]) -> bool:
     assignment is decided by maximum flow (scipy, Dinic): source → candidate groups (their
     counts) → compatible expected patterns → sink (their multiplicities).
     """
+    # scipy.sparse (~0.2 s to import): only for the bags that need a maximum flow
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import maximum_flow
 

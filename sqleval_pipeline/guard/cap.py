@@ -33,6 +33,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
+import duckdb
 from sqleval_pipeline.errors import SqlevalError
 
 LAYER = "cap"
@@ -219,8 +220,6 @@ def statement_body(sql: str) -> str:
     >>> statement_body("SELECT ';' AS s ; -- done"), statement_body("SELECT 1 -- note")
     ("SELECT ';' AS s", 'SELECT 1 -- note')
     """
-    import duckdb
-
     tokens = duckdb.tokenize(sql)
     cut, semicolon = len(sql), False
     for pos, kind in reversed(tokens):
@@ -267,8 +266,6 @@ def precheck_nested(con: Any, statement_sql: str, description: Any, row_cap: int
     over ``max_bytes`` raise ``result_too_large``. Anything within the limits is fetched and
     measured exactly by :func:`fetch_capped`. No-op when no column is nested.
     """
-    import duckdb
-
     nested = nested_columns(description)
     if not nested or (max_bytes is None and max_cell_bytes is None):
         return

@@ -65,6 +65,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+import duckdb
 
 LAYER = "filter"
 
@@ -251,8 +252,6 @@ def add_plan(con: Any, sql: str, view: DuckDBView) -> None:
 
 def _raise_as_duckdb(error_type: str, message: str) -> None:
     """Raise the DuckDB exception the statement itself would raise (binder, catalog ...)."""
-    import duckdb
-
     words = [w for w in re.split(r"[^A-Za-z]+", error_type) if w]
     cls = getattr(duckdb, "".join(w.title() for w in words) + "Exception", None)
     if not (isinstance(cls, type) and issubclass(cls, Exception)):

@@ -44,6 +44,8 @@ from sqleval_pipeline.guard.statement_filter import StatementFilter
 from sqleval_pipeline.results import ResultSet, encode_value
 from sqleval_pipeline.textfiles import ENCODING_ERRORS, encodable
 from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.pipeline.records import Execution
+from sqleval_pipeline.snapshot import list_serving_objects
 
 log = logging.getLogger("sqleval_pipeline.guard")
 
@@ -142,8 +144,6 @@ class GuardResult:
 
     def to_execution(self, config_version: str, case_id: str, run_index: int):
         """The pipeline record (:class:`sqleval_pipeline.pipeline.records.Execution`) of this execution."""
-        from sqleval_pipeline.pipeline.records import Execution
-
         kw: dict[str, Any] = {
             "config_version": config_version, "case_id": case_id, "run_index": run_index,
             "status": self.status, "result": self.result, "truncated": self.truncated,
@@ -179,8 +179,6 @@ class GuardedExecutor:
         if not self.snapshot_path.exists():
             raise GuardSetupError(f"serving file {self.snapshot_path} is missing; run `sqleval snapshot build`")
         if policy is None:
-            from sqleval_pipeline.snapshot import list_serving_objects
-
             # no project policy: the bundled one over the tables of the default serving schema
             # (objects anywhere else make the setup check below refuse the file)
             objects = list_serving_objects(self.snapshot_path)
@@ -199,8 +197,6 @@ class GuardedExecutor:
         self._closed = False
 
     def _verify_objects(self) -> None:
-        from sqleval_pipeline.snapshot import list_serving_objects
-
         objects = list_serving_objects(self.snapshot_path)
         stray = [".".join(o) for o in objects if o[1] not in self.policy.schemas]
         if stray:

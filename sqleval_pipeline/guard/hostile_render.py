@@ -16,6 +16,7 @@ from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
+import duckdb
 from sqleval_pipeline.errors import SqlevalError
 
 CASE_MODIFIERS = ("upper", "lower", "title")
@@ -43,8 +44,6 @@ def _ident(part: str, mode: str) -> str:
 @lru_cache(maxsize=1)
 def _duckdb_keywords() -> frozenset[str]:
     """DuckDB's keywords that cannot stand unquoted as a table or column name."""
-    import duckdb
-
     con = duckdb.connect()
     try:
         rows = con.execute("SELECT keyword_name FROM duckdb_keywords() "

@@ -48,11 +48,16 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+import functools
+from multiprocessing.reduction import ForkingPickler
+import resource
 
-from sqleval_pipeline.guard.cap import CapExceeded
+from sqleval_pipeline.guard.cap import CapExceeded, fetch_capped, header_size, nested_columns, precheck_nested
 from sqleval_pipeline.guard.lru import LRU, text_key
 from sqleval_pipeline.guard.policy import GuardPolicy
 from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.guard import duckdb_view
+from sqleval_pipeline.guard.database import fresh_connection, open_guarded_database
 
 LAYER = "sandbox"
 log = logging.getLogger("sqleval_pipeline.guard")
@@ -129,8 +134,6 @@ class WorkerReply:
 
 
 def _limit_process(address_space_bytes: int, workdir: str) -> None:
-    import resource
-
     resource.setrlimit(resource.RLIMIT_AS, (address_space_bytes, address_space_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes fail with EFBIG instead of killing
@@ -156,16 +159,12 @@ def _worker_main(conn: Connection, snapshot_path: str, policy_json: str, workdir
         global _WORKER_POLICY
         _WORKER_POLICY = policy  # the allowlists DuckDB's view is checked against (_run_one)
         _limit_process(policy.address_space_mb << 20, workdir)
-        from sqleval_pipeline.guard.database import fresh_connection, open_guarded_database
-
         root = open_guarded_database(snapshot_path, policy)
         global _SERVED_COLUMNS
         _SERVED_COLUMNS = served_columns(root, policy)
+        connect = fresh_connection
         if "main" not in policy.schemas:  # a serving schema of its own: resolve names there
-            import functools
-
-            fresh_connection = functools.partial(fresh_connection,
-                                                 search_path=sorted(policy.schemas)[0])
+            connect = functools.partial(fresh_connection, search_path=sorted(policy.schemas)[0])
     except BaseException as exc:  # noqa: BLE001 - report and exit
         try:
             conn.send({"fatal": f"{type(exc).__name__}: {exc}"})
@@ -181,7 +180,7 @@ def _worker_main(conn: Connection, snapshot_path: str, policy_json: str, workdir
             root.close()
             os._exit(0)
         try:
-            reply = _run_one(root, fresh_connection, req)
+            reply = _run_one(root, connect, req)
         except BaseException as exc:  # noqa: BLE001 - MemoryError while building the reply
             reply = {"ok": False, "error_class": type(exc).__name__, "error_message": str(exc)[:2000],
                      "recycle": True}
@@ -204,8 +203,6 @@ def _worker_main(conn: Connection, snapshot_path: str, policy_json: str, workdir
 
 
 def _dumps(obj: Any) -> memoryview:
-    from multiprocessing.reduction import ForkingPickler
-
     return ForkingPickler.dumps(obj)  # a memoryview of the pickle (no copy)
 
 
@@ -279,9 +276,6 @@ def _watchdog() -> _Watchdog:
 
 
 def _run_one(root, fresh_connection, req: dict) -> dict:
-    from sqleval_pipeline.guard import duckdb_view
-    from sqleval_pipeline.guard.cap import fetch_capped, header_size, nested_columns, precheck_nested
-
     t0 = time.perf_counter()
     with fresh_connection(root) as con:
         token = _watchdog().arm(con, req["timeout_s"])

@@ -30,8 +30,10 @@ from pydantic import BaseModel
 
 from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.pipeline.environment import Environment
-from sqleval_pipeline.pipeline.records import FAILURE_CATEGORIES
+from sqleval_pipeline.pipeline.records import Attempt, Diagnosis, FAILURE_CATEGORIES, Grade, load_records
 from sqleval_pipeline.textfiles import ENCODING_ERRORS
+from sqleval_pipeline.configs import load_configs
+from sqleval_pipeline.pipeline.casefile import case_detail
 
 QUEUE = Path("queue") / "sample.jsonl"
 FAILED = ("WRONG", "DEFERRED_WRONGLY")
@@ -86,9 +88,6 @@ def _normal(sql: str | None) -> str:
 
 def candidates(env: Environment) -> list[tuple[QueueItem, str]]:
     """(item, answer text) for every failed attempt of each configuration's newest batch."""
-    from sqleval_pipeline.configs import load_configs
-    from sqleval_pipeline.pipeline.records import Attempt, Diagnosis, Grade, load_records
-
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     out = []
     for loaded in load_configs(env.configs_dir, project=env.project, errors=[]):
@@ -181,8 +180,6 @@ def label_session(env: Environment, labeler: str, ask: Callable[[str], str],
     """Label the pending attempts one by one. ``ask(prompt)`` returns what the person typed
     (EOF or Ctrl-C end the session); ``show(detail)`` displays a :class:`CaseDetail` run.
     Returns counts of what was done."""
-    from sqleval_pipeline.pipeline.casefile import case_detail
-
     labels_dir = env.labels_dir
     done = {"labelled": 0, "skipped": 0}
     for item in pending(labels_dir, labeler):

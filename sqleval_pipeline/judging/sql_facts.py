@@ -54,6 +54,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.dialects.duckdb import DuckDB
 
 from sqleval_pipeline.dialect.tables import TableRef, scope_tables
 
@@ -404,8 +405,6 @@ _CLAUSE_WORDS = re.compile(r"\b(select|from|join|on|using|where|having|qualify|g
 
 
 def _tokens(sql: str):
-    from sqlglot.dialects.duckdb import DuckDB
-
     try:
         return [(t.token_type.name, t.text, t.start, t.end) for t in DuckDB().tokenize(sql)]
     except (sqlglot.errors.TokenError, ValueError, RecursionError):

@@ -27,6 +27,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+import importlib.util
 
 from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.textfiles import file_sha256, write_atomically
@@ -66,8 +67,6 @@ def stat_fingerprint(paths: list[Path]) -> list[tuple[str, int, int] | tuple[str
 def code_digest(*packages: str) -> str:
     """Digest of the source files of the named modules or packages (the code that derives a
     file is one of its inputs), once per process."""
-    import importlib.util
-
     h = hashlib.sha256()
     for name in packages:
         spec = importlib.util.find_spec(name)

@@ -23,6 +23,8 @@ from sqleval_pipeline.project import Project
 from sqleval_pipeline.project import current as current_project
 from sqleval_pipeline.pipeline.store import Store
 from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.guard.policy import project_policy
+from sqleval_pipeline.pipeline.storage import Remote
 
 #: a progress callback: (stage, done, total)
 Progress = Callable[[str, int, int], None]
@@ -55,8 +57,6 @@ class Environment:
 
     def policy(self, overrides: dict | None = None):
         """The project's guard policy over this snapshot, with a configuration's overrides."""
-        from sqleval_pipeline.guard.policy import project_policy
-
         return project_policy(self.project, self.manifest, overrides)
 
     @property
@@ -111,8 +111,6 @@ def _verify_serving(serving: Path, manifest: snap.SnapshotManifest) -> None:
 
 def project_store(project: Project, home: paths.Home | None = None) -> Store:
     """The project's store, with its shared remote copy when ``storage.remote`` names one."""
-    from sqleval_pipeline.pipeline.storage import Remote
-
     url = project.spec.storage.url()
     if url and "://" not in url:  # a folder (a shared mount): relative to the project file
         url = str(project.path(url))

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+import duckdb
 
 from sqleval_pipeline.processes import process_alive
 from sqleval_pipeline.textfiles import ENCODING_ERRORS
@@ -56,8 +57,6 @@ def scratch_cursor() -> Any:
     global _scratch
     with _scratch_lock:
         if _scratch is None or _scratch[0] != os.getpid():
-            import duckdb
-
             spill = tempfile.mkdtemp(prefix="sqleval-records-")
             atexit.register(shutil.rmtree, spill, ignore_errors=True)
             _scratch = (os.getpid(), duckdb.connect(config={
@@ -177,8 +176,6 @@ class RecordWriter:
         shutil.rmtree(self._tmpdir, ignore_errors=True)
 
     def _copy_parquet(self, out: Path) -> None:
-        import duckdb
-
         fields = self.model.model_fields
         cols = {n: _duck_type(f.annotation, n in self._nested) for n, f in fields.items()}
         spec = ", ".join(f"{json.dumps(n)}: '{t}'" for n, t in cols.items())
@@ -282,7 +279,6 @@ def iter_records(path: str | os.PathLike[str], model: type[M], *, chunk: int = 1
                         raise RecordsFileError(f"{path}:{lineno}: not a {model.__name__} record "
                                                f"({_first_line(exc)})") from exc
         return
-    import duckdb
 
     nested = nested_fields(model)
     select = ", ".join(json.dumps(c) for c in columns) if columns else "*"
@@ -338,7 +334,6 @@ def count_records(path: str | os.PathLike[str]) -> int:
     if path.suffix != ".parquet":
         with path.open(encoding="utf-8") as fh:
             return sum(1 for line in fh if line.strip())
-    import duckdb
 
     con = duckdb.connect()
     try:

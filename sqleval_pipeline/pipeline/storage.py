@@ -54,6 +54,7 @@ class Remote:
     """A copy of the store's ``runs/`` tree at an fsspec URL."""
 
     def __init__(self, url: str):
+        # fsspec (~0.1 s to import): only for a project with a remote store (storage.remote)
         import fsspec
 
         try:

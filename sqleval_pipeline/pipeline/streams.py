@@ -21,6 +21,7 @@ from pathlib import Path
 from sqleval_pipeline.guard.lru import LRU
 from sqleval_pipeline.pipeline.records import Attempt, Execution, iter_records
 from sqleval_pipeline.errors import SqlevalError
+from sqleval_pipeline.dialect import translate, TranspileError
 
 #: the attempt fields later stages need (the rendered prompt and raw response stay on disk)
 ATTEMPT_FIELDS = tuple(n for n in Attempt.model_fields if n not in ("prompt", "raw_response"))
@@ -99,8 +100,6 @@ def execute_stream(todo: Iterable[Attempt], guard, *, workers: int, dialect: str
     ``rewrites``). ``schema``: the served tables' ``(column, DuckDB type)`` pairs
     (:func:`sqleval_pipeline.dialect.schema_from_manifest`), which the rules need to tell a
     SQLite string from a column and to keep type affinity and integer division."""
-    from sqleval_pipeline.dialect import TranspileError, translate
-
     memo = _Memo()
     window: deque = deque()
 

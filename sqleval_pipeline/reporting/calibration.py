@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from rich.table import Table
 
 from sqleval_pipeline.judging.calibration import (
     CalibrationReport,
@@ -120,8 +121,6 @@ def render_calibration(report: CalibrationReport, console: Any) -> None:
     >>> "uncalibrated (n < 20)" in console.export_text()
     True
     """
-    from rich.table import Table
-
     summary = Table(title=f"Judge calibration ({report.n_labelled_attempts} labelled attempts, "
                           f"calibrated at n ≥ {report.min_n} and kappa ≥ {report.min_kappa:.2f})")
     for h in _SUMMARY_HEADERS:

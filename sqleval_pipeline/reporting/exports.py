@@ -25,6 +25,7 @@ from sqleval_pipeline.pipeline.environment import Environment, EvaluationError
 from sqleval_pipeline.scoring.scorecard import CaseResult
 from sqleval_pipeline.textfiles import write_atomically
 from sqleval_pipeline.textfiles import atomic_path
+from sqleval_pipeline.pipeline.evaluation import latest_scorecard
 
 FORMAT = "sqleval.export/1"
 _S, _I, _B, _F = pa.string(), pa.int64(), pa.bool_(), pa.float64()
@@ -86,8 +87,6 @@ def export(env: Environment, partition_keys: Sequence[str] | None, out_dir: Path
            now: dt.datetime | None = None) -> list[Path]:
     """Export ``partition_keys`` (default: every version with a scorecard) into ``out_dir``;
     returns the files written (docs/exports.md)."""
-    from sqleval_pipeline.pipeline.evaluation import latest_scorecard
-
     keys = list(dict.fromkeys(partition_keys or [
         k for k in env.store.partitions() if latest_scorecard(env, k)[0] is not None]))
     if not keys:

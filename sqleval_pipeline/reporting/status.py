@@ -26,6 +26,7 @@ from typing import Iterable, Literal
 from sqleval_pipeline.pipeline import batch_files as bf
 from sqleval_pipeline.pipeline.comparisons import COMPARISONS_FILE, GateReport
 from sqleval_pipeline.pipeline.store import BatchInfo, Store, batch_order
+from sqleval_pipeline.scoring import load_scorecard
 
 #: a batch's gate, in the words the verdict, the CI outputs and the status view share
 PASSED, FAILED, NOT_GATED, INCONCLUSIVE = "passed", "failed", "not gated", "inconclusive"
@@ -113,8 +114,6 @@ def _gated(store: Store, key: str) -> tuple[BatchInfo, GateReport] | None:
 
 
 def _accuracy(store: Store, key: str, batch_id: str) -> tuple[float | None, float | None, float | None]:
-    from sqleval_pipeline.scoring import load_scorecard
-
     f = store.artifact(key, batch_id, bf.SCORECARD)
     if not f.is_file():
         return None, None, None

@@ -35,6 +35,7 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
+import duckdb
 
 from sqleval_pipeline.configs import Pricing
 from sqleval_pipeline.pipeline.records import Attempt, AttemptKey, Usage
@@ -72,8 +73,6 @@ def read_attempt_usage(path: str | os.PathLike[str]) -> list[AttemptUsage]:
 
 def _present(path: Path, wanted: Iterable[str]) -> list[str]:
     """The ``wanted`` columns a Parquet file has (an early file may lack ``usage``)."""
-    import duckdb
-
     con = duckdb.connect()
     try:
         have = {r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall()}

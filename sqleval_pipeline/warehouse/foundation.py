@@ -13,6 +13,7 @@ from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.project import Project
 from sqleval_pipeline.warehouse import dbt
 from sqleval_pipeline.warehouse.validation import SuitesError, load_suites, suites_from_dbt_tests, validate_tables
+from sqleval_pipeline.guard import hostile
 
 
 def validator(project: Project, selection: dbt.ServedSelection) -> tuple[Callable[[Path, str], Any] | None, list[str]]:
@@ -79,8 +80,6 @@ def hostile_suite(project: Project, manifest: snap.SnapshotManifest,
     ``files``) instantiated over its served tables and its sensitive relations. Returns
     (cases, templates not instantiated with the reason, instantiation notes — e.g. an
     ``{absent:STEM}`` name drawn as ``STEM_1`` because the project serves ``STEM``)."""
-    from sqleval_pipeline.guard import hostile
-
     result = hostile.project_suite(manifest, sensitive_names(project),
                                    files=files or project.hostile_files)
     return list(result.cases), list(result.skipped), list(result.notes)

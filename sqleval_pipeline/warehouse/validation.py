@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import yaml
 from sqleval_pipeline.errors import SqlevalError
 
 @dataclass(frozen=True)
@@ -49,8 +50,8 @@ def load_suites(path: Path) -> list[TableSuite]:
               - {expect: ExpectColumnValuesToNotBeNull, column: order_id}
             derived: {<name>: <SQL expression>}
     """
+    # Great Expectations (~3 s to import): only when suites are read or run
     import great_expectations as gx
-    import yaml
 
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -178,6 +179,7 @@ def validate_tables(
     database: Path, suites: list[TableSuite], schema: str = "main"
 ) -> ValidationReport:
     """Run every suite against ``schema`` tables of a DuckDB file (opened read-only)."""
+    # Great Expectations (~3 s to import): only when suites are read or run
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 

@@ -23,7 +23,11 @@ from sqleval_pipeline.defs.evaluation.status import observe_status
 from sqleval_pipeline.defs.resources import SqlevalHome
 from sqleval_pipeline.grading import GRADER_VERSION
 from sqleval_pipeline.judging.rules import RulesJudge
+from sqleval_pipeline.reporting.html import batch_report
 from sqleval_pipeline.reporting.status import gate_state
+from sqleval_pipeline.reporting.gate import gate_report_markdown
+from sqleval_pipeline.reporting.scorecard import diff_markdown, scorecard_markdown
+from sqleval_pipeline.scoring import Diff, load_scorecard
 
 
 def upstream_batch(context: dg.AssetExecutionContext, upstream: str) -> str:
@@ -150,8 +154,6 @@ def eval_diagnoses(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> d
 def eval_scorecard(context: dg.AssetExecutionContext, sqleval: SqlevalHome) -> dg.MaterializeResult:
     """Accuracy with honest 95% intervals (each naming its method), per slice, over runs;
     refusals and errors apart."""
-    from sqleval_pipeline.reporting.scorecard import scorecard_markdown
-
     env, loaded, batch = _stage(context, sqleval, "eval_diagnoses")
     card = ev.stage_scorecard(env, loaded, batch)
     overall = card.overall
@@ -191,10 +193,6 @@ def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     """Paired diffs against the baseline, the previous version and the previous batch, with
     what changed between them; the regression gate over all three; then every configuration's
     status (``configuration_status``)."""
-    from sqleval_pipeline.reporting.gate import gate_report_markdown
-    from sqleval_pipeline.reporting.scorecard import diff_markdown
-    from sqleval_pipeline.scoring import load_scorecard
-
     env, loaded, batch = _stage(context, sqleval, "eval_scorecard")
     card = load_scorecard(env.store.artifact(batch.partition_key, batch.batch_id, bf.SCORECARD))
     report = comparisons.stage_gate(env, loaded, batch, card)
@@ -204,8 +202,6 @@ def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     meta = {**_where(env, batch, bf.COMPARISONS), "gate": dg.MetadataValue.md(summary),
             **md.gate_tables(report, env, folder)}
     try:  # the page a person opens, written after the gate so it shows the gate's comparisons
-        from sqleval_pipeline.reporting.html import batch_report
-
         meta["report"] = dg.MetadataValue.path(str(batch_report(env, batch.partition_key, batch.batch_id)))
     except Exception as exc:  # noqa: BLE001 - the gate stands without its page
         context.log.warning(f"HTML report not written: {exc}")
@@ -213,8 +209,6 @@ def eval_gate(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     failing = next((c for c in report.comparisons if c.status == "failed"), None)
     shown = "baseline"
     if failing is not None and failing.kind != "baseline" and (folder / failing.kind / bf.DIFF).exists():
-        from sqleval_pipeline.scoring import Diff
-
         diff = Diff.model_validate_json((folder / failing.kind / bf.DIFF).read_text(encoding="utf-8"))
         shown = failing.kind
     if diff is not None:

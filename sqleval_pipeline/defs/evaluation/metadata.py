@@ -15,7 +15,7 @@ import dagster as dg
 import duckdb
 
 from sqleval_pipeline.pipeline import batch_files as bf
-from sqleval_pipeline.pipeline.records import SUCCESS_OUTCOMES
+from sqleval_pipeline.pipeline.records import Diagnosis, Grade, load_records, SUCCESS_OUTCOMES
 from sqleval_pipeline.textfiles import visible, write_atomically
 
 #: rows per table (Dagster keeps metadata in its event log; the full lists are in the batch)
@@ -141,8 +141,6 @@ def by_severity(failing_ids, now: dict[str, float], before: dict[str, float]) ->
 
 def gate_tables(report, env, folder: Path) -> dict[str, dg.MetadataValue]:
     """Newly failing / newly passing cases of every comparison, and the worst regressions."""
-    from sqleval_pipeline.pipeline.records import Diagnosis, Grade, load_records
-
     cases = {c.id: c for c in env.cases}
     grades = defaultdict(list)
     if (folder / bf.GRADES).exists():

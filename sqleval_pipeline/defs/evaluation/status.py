@@ -6,6 +6,7 @@ or batch has a gate result of its own; nothing to compare with shows as ``not ev
 import dagster as dg
 
 from sqleval_pipeline.reporting.status import ConfigurationStatus, configuration_statuses, status_markdown
+from sqleval_pipeline.configs import load_configs
 
 STATUS_KEY = dg.AssetKey("configuration_status")
 
@@ -32,8 +33,6 @@ def status_metadata(statuses: list[ConfigurationStatus]) -> dict:
 
 def observe_status(env) -> dg.AssetObservation:
     """The observation of every active configuration's status, read from the store."""
-    from sqleval_pipeline.configs import load_configs
-
     current = [(c.name, c.partition_key) for c in load_configs(env.configs_dir, project=env.project, errors=[])
                if c.config.active]
     return dg.AssetObservation(asset_key=STATUS_KEY,

@@ -11,6 +11,7 @@ from sqleval_pipeline.golden.loader import load_golden
 from sqleval_pipeline.golden.stats import stats_markdown, validate_coverage
 from sqleval_pipeline.pipeline.suite_checks import build_suite
 from sqleval_pipeline.suite.audit import weak_cases
+from sqleval_pipeline.golden.model import golden_hash
 
 
 @dg.asset(
@@ -32,7 +33,6 @@ def golden_set(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     pinned, manifest, serving = snap.pinned_snapshot(sqleval.pins_dir, sqleval.home.snapshot_dir)
     drifts = verify_cases(golden.cases, serving, pinned, manifest.as_of)
     coverage = validate_coverage(golden.cases, project.difficulties)
-    from sqleval_pipeline.golden.model import golden_hash
 
     content = golden_hash(golden.cases)
     yield dg.MaterializeResult(

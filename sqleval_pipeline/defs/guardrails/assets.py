@@ -11,6 +11,10 @@ import dagster as dg
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.defs.resources import SqlevalHome
 from sqleval_pipeline.textfiles import write_atomically
+from sqleval_pipeline.guard.executor import GuardedExecutor
+from sqleval_pipeline.guard.hostile import run_suite
+from sqleval_pipeline.guard.policy import project_policy
+from sqleval_pipeline.warehouse.foundation import hostile_suite
 
 
 class GuardrailConfig(dg.Config):
@@ -35,11 +39,6 @@ def guardrail_suite(context: dg.AssetExecutionContext, config: GuardrailConfig,
     """Run the hostile suite, instantiated over the project's served tables and its sensitive
     models, through the guard; question cases are answered by an adversarial double that
     obeys every injection, so only non-prompt layers can stop them."""
-    from sqleval_pipeline.warehouse.foundation import hostile_suite
-    from sqleval_pipeline.guard.executor import GuardedExecutor
-    from sqleval_pipeline.guard.hostile import run_suite
-    from sqleval_pipeline.guard.policy import project_policy
-
     project = sqleval.project
     _pinned, manifest, path = snap.pinned_snapshot(sqleval.pins_dir, sqleval.home.snapshot_dir)
     suite, skipped, notes = hostile_suite(project, manifest)

@@ -4,6 +4,8 @@ import dagster as dg
 
 from sqleval_pipeline.pipeline import evaluation as ev
 from sqleval_pipeline.defs.resources import SqlevalHome
+from sqleval_pipeline.reporting.calibration import calibration_markdown
+from sqleval_pipeline.textfiles import write_atomically
 
 
 @dg.asset(
@@ -16,13 +18,9 @@ from sqleval_pipeline.defs.resources import SqlevalHome
 def judge_calibration(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
     """Agreement rate, Cohen's kappa and confusion of each judge against human labels, and
     the two judges' disagreement table (newest diagnoses of each labelled configuration)."""
-    from sqleval_pipeline.reporting.calibration import calibration_markdown
-
     env = sqleval.environment()
     report = ev.calibration_report(env)
     if report is not None:
-        from sqleval_pipeline.textfiles import write_atomically
-
         write_atomically(ev.calibration_path(env), report.model_dump_json(indent=2) + "\n")
     if report is None:
         yield dg.MaterializeResult(metadata={"labels": 0})

@@ -5,6 +5,7 @@ import dagster as dg
 
 from sqleval_pipeline import snapshot as snap
 from sqleval_pipeline.defs.resources import SqlevalHome
+from sqleval_pipeline.warehouse.foundation import freeze
 
 
 class SnapshotConfig(dg.Config):
@@ -30,8 +31,6 @@ def build_snapshot_asset(served_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
         """Copy the served models (the project's dbt selection) into a read-only serving
         file, validate it with Great Expectations and identify it by content hash. Nothing
         else of the warehouse is copied: "not served" means "not there"."""
-        from sqleval_pipeline.warehouse.foundation import freeze
-
         project = sqleval.project
         manifest_dir = sqleval.pins_dir
         pinned = snap.read_pinned(manifest_dir)

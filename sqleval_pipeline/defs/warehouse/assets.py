@@ -6,11 +6,13 @@ from typing import Any
 
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
+import re
 
 from sqleval_pipeline.defs.resources import SqlevalHome
 from sqleval_pipeline.defs.warehouse.dbt_resource import dbt_project
 from sqleval_pipeline.project import Project
 from sqleval_pipeline.warehouse import dbt as dbt_core
+from sqleval_pipeline.warehouse.raw import run_raw_step
 
 
 class ProjectTranslator(DagsterDbtTranslator):
@@ -83,8 +85,6 @@ def build_warehouse_assets(project: Project) -> tuple[list[dg.AssetsDefinition],
 
 
 def _ident(name: str) -> str:
-    import re
-
     return re.sub(r"\W", "_", name.lower())
 
 
@@ -101,8 +101,6 @@ def _raw_step(project: Project, source_keys: list[dg.AssetKey]) -> dg.AssetsDefi
     )
     def raw_data(context: dg.AssetExecutionContext, sqleval: SqlevalHome):
         """The project's raw-data step (``raw_data:`` in sqleval.yaml), before dbt."""
-        from sqleval_pipeline.warehouse.raw import run_raw_step
-
         p = sqleval.project
         counts = run_raw_step(p, sqleval.home.raw_dir, dbt_core.warehouse_path(p))
         for key in source_keys:

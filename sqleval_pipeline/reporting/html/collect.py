@@ -30,6 +30,8 @@ from sqleval_pipeline.pipeline.store import BatchInfo, batch_order
 from sqleval_pipeline.judging.calibration import MIN_CALIBRATION_KAPPA as MIN_KAPPA
 from sqleval_pipeline.judging.calibration import MIN_CALIBRATION_N as MIN_LABELS
 from sqleval_pipeline.judging.calibration import calibration_status
+from sqleval_pipeline.scoring import diff, gate, IncomparableScorecards
+from sqleval_pipeline.scoring.changes import what_changed
 
 #: rows kept per result in the drill-down, and characters per cell (longer cells end in "…")
 MAX_ROWS = 10
@@ -230,9 +232,6 @@ def evaluation(env: Environment, key: str, batch: BatchInfo | None = None) -> Ev
 def _adhoc(env: Environment, evals: list[Evaluation], decisions: list[Decision]) -> None:
     """Each evaluation not already compared with the report's first (oldest) one gets that
     paired comparison, computed here and marked as such (never a recorded gate)."""
-    from sqleval_pipeline.scoring import IncomparableScorecards, diff, gate
-    from sqleval_pipeline.scoring.changes import what_changed
-
     if len(evals) < 2:
         return
     ref = evals[0]

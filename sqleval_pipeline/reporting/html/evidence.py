@@ -19,8 +19,14 @@ import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+import duckdb
+import sqlglot
 
 from sqleval_pipeline.pipeline.environment import Environment
+from sqleval_pipeline import __version__
+from sqleval_pipeline.guard.database import open_guarded_database, settings_for
+from sqleval_pipeline.guard.policy import ALLOWED_TABLE_FUNCTIONS, DEFAULT_POLICY_PATH
+from sqleval_pipeline.snapshot import file_checksum
 
 #: where the hostile suite's report is kept, under the build directory
 GUARDRAILS_REPORT = Path("reports") / "guardrails.json"
@@ -120,11 +126,6 @@ class Evidence:
 
 
 def _versions() -> dict[str, str]:
-    import duckdb
-    import sqlglot
-
-    from sqleval_pipeline import __version__
-
     return {"sqleval": __version__, "duckdb": duckdb.__version__,
             "sqlglot": getattr(sqlglot, "__version__", "unknown"), "python": platform.python_version()}
 
@@ -158,8 +159,6 @@ def load_guardrails(path: Path) -> Guardrails | None:
 def read_settings(serving: Path, policy) -> tuple[list[Setting], str | None]:
     """The serving file opened as the guard opens it (read-only, locked down), its settings
     read back from ``duckdb_settings()``; (settings, None) or ([], why it could not)."""
-    from sqleval_pipeline.guard.database import open_guarded_database, settings_for
-
     want = {name: expected for name, _, expected in settings_for(policy)}
     want |= {"access_mode": "read_only", "temp_directory": ""}
     try:
@@ -185,9 +184,6 @@ def read_settings(serving: Path, policy) -> tuple[list[Setting], str | None]:
 
 def collect_evidence(env: Environment, now: dt.datetime | None = None) -> Evidence:
     """The evidence pack of the environment's project and pinned snapshot."""
-    from sqleval_pipeline.guard.policy import ALLOWED_TABLE_FUNCTIONS, DEFAULT_POLICY_PATH
-    from sqleval_pipeline.snapshot import file_checksum
-
     policy = env.policy()
     policy_path = Path(env.project.guard_policy_path)
     if not policy_path.exists():

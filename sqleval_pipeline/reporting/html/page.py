@@ -40,7 +40,7 @@ from sqleval_pipeline.scoring.scorecard import (
 )
 from sqleval_pipeline.pipeline.environment import Environment
 from sqleval_pipeline.scoring.stats import MIN_CLUSTERS
-from sqleval_pipeline.textfiles import visible
+from sqleval_pipeline.textfiles import visible, write_atomically
 
 _PACKAGE = "sqleval_pipeline.reporting.html"
 
@@ -278,7 +278,5 @@ def render_evidence(ev: Evidence) -> str:
 
 def write_evidence(env: Environment, out_path: Path) -> Path:
     """The evidence pack as one self-contained HTML file at ``out_path``."""
-    from sqleval_pipeline.textfiles import write_atomically
-
     write_atomically(Path(out_path), render_evidence(collect_evidence(env)))
     return Path(out_path)
