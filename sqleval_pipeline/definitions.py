@@ -23,6 +23,7 @@ from sqleval_pipeline.defs.context import DefsContext
 from sqleval_pipeline.defs.resources import SqlevalHome
 from sqleval_pipeline.project import Project
 from sqleval_pipeline.project import current as current_project
+from sqleval_pipeline.processes import tune_gc
 
 
 def domains(package: ModuleType = defs_package, only: Iterable[str] | None = None) -> list[ModuleType]:
@@ -67,5 +68,10 @@ def build_definitions(project: Project | None = None, manifest_dir: str | None =
 @dg.definitions
 def defs() -> dg.Definitions:
     """What ``workspace.yaml`` names: Dagster calls it when it loads the code location, so
-    importing this module builds nothing (the CLI builds only the domains its job needs)."""
-    return build_definitions()
+    importing this module builds nothing (the CLI builds only the domains its job needs).
+    The process that loads it (a code server, a run worker) gets sqleval's garbage collector
+    settings, its definitions frozen out of the collector's walks (:func:`tune_gc`)."""
+    tune_gc()
+    built = build_definitions()
+    tune_gc(freeze=True)
+    return built

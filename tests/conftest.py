@@ -16,6 +16,7 @@ import pytest
 from sqleval_pipeline.demo import location
 from sqleval_pipeline import paths
 from sqleval_pipeline import snapshot as snap
+from sqleval_pipeline.processes import tune_gc
 
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -476,6 +477,18 @@ LONGEST_FIRST = (
 #: demo, ~15 s). Under ``--dist loadscope`` each folder is one unit of work, so one worker
 #: computes it (as one module's tests share a module fixture); without xdist nothing changes.
 SHARED_FIXTURE_FOLDERS = ("tests/reporting/",)
+
+
+def pytest_configure(config):
+    """A test process runs the product in process: it gets the product's garbage collector
+    settings (those of a ``sqleval`` command and of a Dagster code server)."""
+    tune_gc()
+
+
+def pytest_collection_finish(session):
+    """What collection imported (the package, Dagster, every test module) lives as long as
+    the process: frozen out of the collector's walks, as a command freezes its imports."""
+    tune_gc(freeze=True)
 
 
 def pytest_xdist_make_scheduler(config, log):

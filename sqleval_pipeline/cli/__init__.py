@@ -19,6 +19,7 @@ from sqleval_pipeline.cli.common import fail
 from sqleval_pipeline.cli.guardrails import app as guard_app
 from sqleval_pipeline.cli.judge import app as judge_app
 from sqleval_pipeline.cli.scoring import app as scoring_app
+from sqleval_pipeline.processes import tune_gc
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Evaluate a text-to-SQL system on pinned data, with hard guardrails.")
@@ -70,6 +71,7 @@ _mount_subcommands()
 
 
 def main() -> None:
+    tune_gc(freeze=True)  # what the imports made lives as long as the command
     app()
 
 
