@@ -17,7 +17,8 @@ from sqleval_pipeline.demo import location
 from sqleval_pipeline import project as proj
 
 REPO = location.REPO_ROOT
-CLI = [sys.executable, "-c", "import sys; from sqleval_pipeline.cli import main; sys.exit(main())"]
+#: the console script's entry point (sqleval_pipeline.__main__:main), run with this checkout's code
+CLI = [sys.executable, "-c", "import sys; from sqleval_pipeline.__main__ import main; sys.exit(main())"]
 
 
 def write_project(root: Path, spec, **paths_: str) -> Path:
