@@ -19,6 +19,8 @@ import logging
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+import os
 
 from pydantic import (
     BaseModel,
@@ -29,8 +31,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-import os
-from urllib.parse import urlsplit
 
 from sqleval_pipeline.textfiles import parse_yaml
 from sqleval_pipeline.errors import InputError, SqlevalError

@@ -12,8 +12,9 @@ import os
 #: models, sqlglot, the loaded definitions) that every collection of the older generations
 #: walks again: with Python's thresholds the collector took 13 % of the test suite's CPU and
 #: 17 % of the `sqleval` commands' (perf, 2026-12-05). These collect the young generation
-#: every 10,000 net allocations of containers and the older ones half as often, so garbage
-#: cycles are still freed while the process runs
+#: every 10,000 net allocations of containers, the middle one every 20 of those and the
+#: oldest every 20 of those (and only when it has grown by a quarter, as Python does), so
+#: garbage cycles are still freed while the process runs
 GC_THRESHOLDS = (10_000, 20, 20)
 
 

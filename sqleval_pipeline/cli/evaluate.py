@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Annotated, Optional
-
-import typer
 import os
 import socket
+
+import typer
 
 from sqleval_pipeline.pipeline import batch_files as bf, evaluation as ev
 from sqleval_pipeline.cli.common import console, err, fail, project, run_assets, run_log_path

@@ -6,10 +6,10 @@ import json
 import time
 from pathlib import Path
 from typing import Annotated, Optional
+import getpass
 
 import typer
 from rich.table import Table
-import getpass
 from rich.markup import escape
 
 from sqleval_pipeline.errors import SqlevalError

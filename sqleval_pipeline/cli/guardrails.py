@@ -20,11 +20,11 @@ import json
 import logging
 from pathlib import Path
 from typing import Annotated, Optional
+import socket
 
 import typer
 from rich.markup import escape
 from rich.table import Table
-import socket
 
 from sqleval_pipeline.cli.output import CliConsole
 from sqleval_pipeline.errors import SqlevalError

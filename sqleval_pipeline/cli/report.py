@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Optional
+import time
 
 import typer
 from rich.markup import escape
-import time
 
 from sqleval_pipeline.cli.common import console, fail, project
 from sqleval_pipeline.pipeline import evaluation as ev

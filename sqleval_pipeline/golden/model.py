@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import datetime as _dt
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 import hashlib
 import json
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sqleval_pipeline.results import ResultSet
 from sqleval_pipeline.textfiles import encodable

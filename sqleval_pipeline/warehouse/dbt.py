@@ -24,9 +24,9 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from argparse import Namespace
 
 import yaml
-from argparse import Namespace
 
 from sqleval_pipeline.project import Project, ProjectError
 from sqleval_pipeline.errors import SqlevalError

@@ -3,10 +3,10 @@
 import shutil
 from collections.abc import Mapping
 from typing import Any
+import re
 
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
-import re
 
 from sqleval_pipeline.defs.resources import SqlevalHome
 from sqleval_pipeline.defs.warehouse.dbt_resource import dbt_project
