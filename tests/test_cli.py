@@ -1,3 +1,5 @@
+import re
+
 from typer.testing import CliRunner
 
 from sqleval_pipeline.demo import location
@@ -45,6 +47,26 @@ def test_run_evaluates_a_configuration_end_to_end(serving_snapshot, tmp_path, mo
     assert "Scorecard" in out and "gate passed" in out
     assert "calibrated refusal" in out
     assert (tmp_path / "baseline_curated.yaml.md").read_text().startswith("## Scorecard")
+
+
+def test_run_shows_the_batch_it_made_or_reused_not_the_newest(serving_snapshot, tmp_path, monkeypatch):
+    """A run of other cases after a first one: running the first cases again reuses their
+    batch, and the verdict and scorecard shown are that batch's, not the newer one's."""
+    cli_home(serving_snapshot, tmp_path, monkeypatch)
+    cfg, cases = "evals/configs/baseline_raw.yaml", "com-012,com-013,com-001"
+    first = runner.invoke(app, ["run", "-c", cfg, "--cases", cases, "--quiet"])
+    assert first.exit_code == 0, first.output
+    batch = re.search(r"verdict for \S+, batch (b\S+):", first.output).group(1)
+    other = runner.invoke(app, ["run", "-c", cfg, "--cases", "com-055", "--quiet"])
+    assert other.exit_code == 0, other.output
+    newer = re.search(r"verdict for \S+, batch (b\S+):", other.output).group(1)
+    assert newer != batch
+    again = runner.invoke(app, ["run", "-c", cfg, "--cases", cases])
+    assert again.exit_code == 0, again.output
+    out = " ".join(again.output.split())
+    # reused (through a Dagster run whose stages find everything current, or none at all)
+    assert re.search(r"verdict for \S+, batch (b\S+):", out).group(1) == batch
+    assert "3 cases" in out and newer not in out.split("newly failing")[0]
 
 
 def test_run_with_a_broken_configuration_names_the_field(tmp_path):

@@ -386,6 +386,12 @@ def test_failures_are_diagnosed_and_judges_calibrated_against_labels(env):
     assert rules.n == 3 and rules.status.startswith("uncalibrated")
     assert rules.agreements == 3  # com-018 too: a missing coded-value filter, not a wrong table
     assert any("uncalibrated" in line for line in ev.calibration_lines(report))
+    # a later run of one of those cases hides none of the labelled attempts of the earlier
+    # run: each label meets the newest diagnosis of its attempt (the newest batch alone held
+    # one of the three)
+    cmp.evaluate(env, raw, case_ids=["com-008"])
+    again = next(j for j in ev.calibration_report(env).judges if j.judge == "rules")
+    assert again.n == 3 and again.agreements == 3
 
 
 def test_diagnoses_are_kept_per_grader_version_and_only_for_what_still_fails(env):

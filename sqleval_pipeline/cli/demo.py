@@ -9,7 +9,7 @@ import typer
 
 from sqleval_pipeline import project as projects
 from sqleval_pipeline.cli.common import console, fail, print_summary, project, run_assets
-from sqleval_pipeline.cli.evaluate import environment_or_fail, show_evaluation
+from sqleval_pipeline.cli.evaluate import batch_of, environment_or_fail, show_evaluation
 from sqleval_pipeline.demo.location import write_demo
 from sqleval_pipeline.cli.golden import golden_stats
 from sqleval_pipeline.configs import load_configs
@@ -69,7 +69,7 @@ def demo(
         s = run_assets(EVALUATION_GROUPS, partition_key=loaded.partition_key, show_progress=True,
                        reported_checks=frozenset({"eval_gate:regression_gate"}), tags=loaded.run_tags)
         console.print(f"Dagster run {s.run_id[:8]} in {s.seconds:.1f} s")
-        ok = show_evaluation(loaded.partition_key,
+        ok = show_evaluation(loaded.partition_key, batch_id=batch_of(s),
                              markdown=proj.home.root / "reports" / f"{loaded.name}.md")
         if not ok:
             fail(f"regression gate failed for {loaded.partition_key}")

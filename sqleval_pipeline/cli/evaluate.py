@@ -38,10 +38,17 @@ OFFLINE_GENERATORS = frozenset({"baseline", "recorded"})
 INCONCLUSIVE_EXIT = 3
 
 
-def _inconclusive(partition_key: str) -> bool:
-    """Whether the newest scorecard of the version is an outage (too many ERROR attempts)."""
-    card, _batch = ev.latest_scorecard(environment_or_fail(), partition_key)
+def _inconclusive(partition_key: str, batch_id: str | None = None) -> bool:
+    """Whether the batch's scorecard (default: the version's newest) is an outage (too many
+    ERROR attempts)."""
+    card, _batch = ev.latest_scorecard(environment_or_fail(), partition_key, batch_id)
     return card is not None and card.inconclusive
+
+
+def batch_of(summary) -> str | None:
+    """The batch an evaluation run made or reused (its attempts asset's metadata)."""
+    value = summary.materialized.get("eval_attempts", {}).get("batch_id") if summary is not None else None
+    return str(value) if value else None
 
 
 def environment_or_fail():
@@ -51,16 +58,18 @@ def environment_or_fail():
         fail(str(exc))
 
 
-def show_evaluation(partition_key: str, *, markdown: Path | None = None, output: str = "full") -> bool:
-    """Print the verdict of the newest batch of a configuration version (gate status,
-    accuracy with its interval, newly failing cases), then its scorecard, diff and gate;
-    True if the gate passed or had nothing to compare with.
+def show_evaluation(partition_key: str, *, batch_id: str | None = None, markdown: Path | None = None,
+                    output: str = "full") -> bool:
+    """Print the verdict of a batch of a configuration version (``batch_id``: the one a run
+    made or reused; default: the newest) — gate status, accuracy with its interval, newly
+    failing cases — then its scorecard, diff and gate; True if the gate passed or had nothing
+    to compare with.
 
     ``output``: ``full``; ``quiet`` (the verdict block only); ``json`` (one JSON object on
     stdout, nothing else). The Markdown report is written in every mode."""
     full = output == "full"
     env = environment_or_fail()
-    card, batch = ev.latest_scorecard(env, partition_key)
+    card, batch = ev.latest_scorecard(env, partition_key, batch_id)
     if card is None:
         fail(f"no scorecard for {partition_key}")
     folder = env.store.batch_dir(partition_key, batch.batch_id)
@@ -121,13 +130,15 @@ def show_evaluation(partition_key: str, *, markdown: Path | None = None, output:
     return passed
 
 
-def write_ci_outputs(partition_key: str, *, junit: Path | None = None, summary: Path | None = None,
-                     annotations: bool = False, config: Path | None = None, output: str = "full") -> None:
-    """The newest batch of a configuration version in CI's formats (docs/ci.md): JUnit XML,
-    a pull-request summary, GitHub workflow commands (stdout; stderr with ``--json``)."""
+def write_ci_outputs(partition_key: str, *, batch_id: str | None = None, junit: Path | None = None,
+                     summary: Path | None = None, annotations: bool = False, config: Path | None = None,
+                     output: str = "full") -> None:
+    """A batch of a configuration version (``batch_id``; default: the newest) in CI's formats
+    (docs/ci.md): JUnit XML, a pull-request summary, GitHub workflow commands (stdout; stderr
+    with ``--json``)."""
     env = environment_or_fail()
     proj = env.project
-    _card, batch = ev.latest_scorecard(env, partition_key)
+    _card, batch = ev.latest_scorecard(env, partition_key, batch_id)
     if batch is None:
         fail(f"no scorecard for {partition_key}")
     root = annotation_root(proj.root, dict(os.environ))
@@ -234,11 +245,14 @@ def run(
                              partition_key=loaded.partition_key, configs_dir=str(config.resolve().parent),
                              show_progress=True, reported_checks=frozenset({"eval_gate:regression_gate"}),
                              tags=loaded.run_tags, quiet=not full)
+    # what is shown is the batch this run made or reused, not the version's newest: a run of
+    # other cases or runs may have come after it
+    used = reused.batch_id if reused is not None else batch_of(summary)
     # warnings raised while reading the results go to the run's log too
     with run_log_path(loaded.partition_key).open("a") as log, warnings_to(log):
-        passed = show_evaluation(loaded.partition_key, markdown=report, output=output)
+        passed = show_evaluation(loaded.partition_key, batch_id=used, markdown=report, output=output)
         if junit or summary_md or annotations:
-            write_ci_outputs(loaded.partition_key, junit=junit, summary=summary_md,
+            write_ci_outputs(loaded.partition_key, batch_id=used, junit=junit, summary=summary_md,
                              annotations=annotations, config=config, output=output)
     if full and summary is None:
         console.print(f"nothing changed since batch {reused.batch_id}: its attempts, executions, grades, "
@@ -250,7 +264,7 @@ def run(
         made = (f"the {kind} generator calls no provider" if kind in OFFLINE_GENERATORS
                 else f"this run made {calls} provider call(s)")
         console.print(f"Dagster run {summary.run_id[:8]} in {summary.seconds:.1f} s; {made}")
-    if not passed and _inconclusive(loaded.partition_key):
+    if not passed and _inconclusive(loaded.partition_key, used):
         fail("the batch is inconclusive: too many attempts are ERROR (a provider outage or a harness "
              "fault) to measure the system; no gate passes it. Run the same command again once the "
              "provider works: only its ERROR attempts are asked again", code=INCONCLUSIVE_EXIT)

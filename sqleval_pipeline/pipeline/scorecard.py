@@ -82,9 +82,13 @@ def scorecard_is_current(env: Environment, loaded: LoadedConfig, batch: BatchInf
         card.failure_histogram_calibration == judge_calibration_status(env, card.failure_histogram_judge)
 
 
-def latest_scorecard(env: Environment, partition_key: str):
-    """The newest scorecard stored for a configuration version, with its batch."""
+def latest_scorecard(env: Environment, partition_key: str, batch_id: str | None = None):
+    """The newest scorecard stored for a configuration version, with its batch; with
+    ``batch_id``, that batch's (None, None when it has none): what a run just made or reused,
+    which is not the newest batch when a run of other cases or runs came after it."""
     for b in reversed(env.store.batches(partition_key)):
+        if batch_id is not None and b.batch_id != batch_id:
+            continue
         p = env.store.artifact(partition_key, b.batch_id, bf.SCORECARD)
         if b.status == "complete" and p.exists():
             return load_scorecard(p), b
