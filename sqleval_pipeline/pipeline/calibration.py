@@ -19,10 +19,11 @@ from sqleval_pipeline.pipeline.records import Diagnosis
 def calibration_report(env: Environment, labels_dir: Path | None = None):
     """Agreement of each judge with the human labels in ``evals/labels/``.
 
-    Labels name attempts by configuration *name*; each is matched against the newest
-    diagnosis of its attempt among the complete batches of that configuration's current
-    version (a judge's diagnoses of its newest version only): a later run of a few cases does
-    not hide the labelled attempts of an earlier full one. Returns None without labels.
+    Labels name attempts by configuration *name*; each is matched against the newest complete
+    batch of that configuration's current version that ran its attempt (its case, its run
+    index) and has diagnoses: a later run of a few cases does not hide the labelled attempts of
+    an earlier full one, and the batches older than what covers every label are not read.
+    Returns None without labels.
     """
     labels_dir = labels_dir or env.labels_dir
     if not labels_dir.exists() or not any(labels_dir.glob("*.jsonl")):
@@ -35,10 +36,12 @@ def calibration_report(env: Environment, labels_dir: Path | None = None):
         loaded = configs.get(name)
         if loaded is None:
             continue
-        seen: set[tuple[str, tuple]] = set()
-        version_of: dict[str, str | None] = {}  # judge -> the version of its newest diagnoses
+        wanted = {(lab.case_id, lab.run_index) for lab in labels if lab.config_name == name}
         for b in reversed(env.store.batches(loaded.partition_key)):
-            if b.status != "complete":
+            if not wanted:
+                break
+            ran = {(c, r) for c, r in wanted if r < b.runs and c in b.case_ids}
+            if b.status != "complete" or not ran:
                 continue
             diags = load_artifact(env.store.artifact(loaded.partition_key, b.batch_id,
                                                      bf.DIAGNOSES), Diagnosis)
@@ -46,10 +49,9 @@ def calibration_report(env: Environment, labels_dir: Path | None = None):
                 continue
             names[loaded.version] = name
             for d in diags:
-                version_of.setdefault(d.judge, d.judge_version)
-                if version_of[d.judge] == d.judge_version and (d.judge, d.key) not in seen:
-                    seen.add((d.judge, d.key))  # the newest diagnosis of the attempt
+                if (d.case_id, d.run_index) in ran:
                     by_judge.setdefault(d.judge, []).append(d)
+            wanted -= ran
     settings = env.project.spec.judging
     return calibrate(by_judge, labels, config_name_of=names, min_n=settings.min_labels,
                      min_kappa=settings.min_kappa)

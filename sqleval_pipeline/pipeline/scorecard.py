@@ -86,9 +86,12 @@ def latest_scorecard(env: Environment, partition_key: str, batch_id: str | None 
     """The newest scorecard stored for a configuration version, with its batch; with
     ``batch_id``, that batch's (None, None when it has none): what a run just made or reused,
     which is not the newest batch when a run of other cases or runs came after it."""
-    for b in reversed(env.store.batches(partition_key)):
-        if batch_id is not None and b.batch_id != batch_id:
-            continue
+    if batch_id is not None:
+        found = env.store.get(partition_key, batch_id)
+        candidates = [found] if found is not None else []
+    else:
+        candidates = reversed(env.store.batches(partition_key))
+    for b in candidates:
         p = env.store.artifact(partition_key, b.batch_id, bf.SCORECARD)
         if b.status == "complete" and p.exists():
             return load_scorecard(p), b
