@@ -24,7 +24,7 @@ from sqleval_pipeline.golden.describe import model_writer
 from sqleval_pipeline.golden.freeze import freeze_cases, FreezeError
 from sqleval_pipeline.golden.growth import add_case, GrowthError
 from sqleval_pipeline.golden.importers import read_questions
-from sqleval_pipeline.golden.importing import import_rows, ImportAborted, unservable_reasons
+from sqleval_pipeline.golden.importing import import_rows, unservable_reasons
 from sqleval_pipeline.golden.loader import golden_files, GoldenChanged, write_cases
 from sqleval_pipeline.golden.propose import append_proposals, propose
 from sqleval_pipeline.golden.review import review, ReviewContext
@@ -414,7 +414,7 @@ def golden_propose(
 
     try:
         append_proposals(target, before, [p.case for p in report.proposals])
-    except ImportAborted as exc:
+    except GoldenChanged as exc:
         fail(str(exc))
     t = Table(title=f"{len(report.proposals)} proposal(s) added to {target} (status generated)")
     for col in ("case", "difficulty", "cluster", "rows", "question"):

@@ -32,12 +32,11 @@ from sqleval_pipeline.golden.freeze import FreezeError, FreezeNote, freeze_case
 from sqleval_pipeline.golden.growth import next_id
 from sqleval_pipeline.golden.importers import ImportBatch, ImportRow, Rejection
 from sqleval_pipeline.golden.infer import infer
-from sqleval_pipeline.golden.loader import golden_file_lock, load_golden
+from sqleval_pipeline.golden.loader import GoldenChanged, append_cases, load_golden
 from sqleval_pipeline.golden.model import BANDS, SPLITS, Case, Provenance
 from sqleval_pipeline.guard.policy import GuardPolicy
 from sqleval_pipeline.guard.statement_filter import FilterVerdict, StatementFilter
 from sqleval_pipeline.snapshot import open_readonly
-from sqleval_pipeline.textfiles import write_atomically
 from sqleval_pipeline.errors import InputError, SqlevalError
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,63}$")
@@ -214,7 +213,11 @@ def import_rows(
                           golden_file=golden_file, existing=len(existing),
                           source=batch.path.name if batch.path else None)
     if accepted:
-        _append_atomically(golden_file, before, accepted)
+        try:
+            append_cases(golden_file, accepted, before=before)
+        except GoldenChanged as exc:
+            raise ImportAborted(f"{golden_file} changed on disk during the import; nothing was written — "
+                                "run the import again") from exc
         report.written = True
     return report
 
@@ -456,24 +459,6 @@ def _result_warnings(row: ImportRow, case: Case, snapshot_id: str) -> list[str]:
         out.append(f"{where}: no reference SQL — imported as unverified; it gets an "
                    "execution-only score until someone writes one")
     return out
-
-
-# --------------------------------------------------------------------------- writing
-
-
-def _append_atomically(path: Path, before: bytes | None, cases: list[Case]) -> None:
-    """Write ``before`` unchanged plus one line per case, replacing ``path`` in one rename
-    (under the golden files' lock: the check and the write are one step)."""
-    with golden_file_lock(path):
-        current = path.read_bytes() if path.exists() else None
-        if current != before:
-            raise ImportAborted(f"{path} changed on disk during the import; nothing was written — "
-                                "run the import again")
-        head = before or b""
-        if head and not head.endswith(b"\n"):
-            head += b"\n"
-        body = "".join(c.to_json_line() + "\n" for c in cases).encode("utf-8")
-        write_atomically(path, head + body)  # keeps the file's permissions (0644 when new)
 
 
 __all__ = ["ImportAborted", "ImportReport", "import_rows"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,8 +169,28 @@ def write_cases(path: Path, cases: list[Case], *, before: bytes | None | object 
     text = "".join(c.to_json_line() + "\n" for c in cases)
     with golden_file_lock(path):
         if before is not _UNREAD:
-            current = path.read_bytes() if path.exists() else None
-            if current != before:
-                raise GoldenChanged(f"{path} changed on disk while this command ran; nothing was "
-                                    "written — run it again")
+            _unchanged_since(path, before)  # type: ignore[arg-type]
         write_atomically(path, text)
+
+
+def append_cases(path: Path, cases: Sequence[Case], *, before: bytes | None) -> None:
+    """Add ``cases`` at the end of a golden file in one atomic rewrite (imports, proposals):
+    the text the caller read (``before``; None for a file that did not exist) is kept byte
+    for byte, its blank lines and spacing included. When the file no longer holds it,
+    :class:`GoldenChanged` and nothing is written."""
+    with golden_file_lock(path):
+        _unchanged_since(path, before)
+        head = before or b""
+        if head and not head.endswith(b"\n"):
+            head += b"\n"
+        body = "".join(c.to_json_line() + "\n" for c in cases).encode("utf-8")
+        write_atomically(path, head + body)  # keeps the file's permissions (0644 when new)
+
+
+def _unchanged_since(path: Path, before: bytes | None) -> None:
+    """Raise :class:`GoldenChanged` unless ``path`` holds ``before`` (None: does not exist);
+    called under :func:`golden_file_lock`, so the check and the write are one step."""
+    current = path.read_bytes() if path.exists() else None
+    if current != before:
+        raise GoldenChanged(f"{path} changed on disk while this command ran; nothing was "
+                            "written — run it again")

@@ -45,12 +45,12 @@ from pathlib import Path
 
 from sqleval_pipeline.golden.dedup import Seen, normalise_sql
 from sqleval_pipeline.golden.growth import next_id
+from sqleval_pipeline.golden.loader import append_cases
 from sqleval_pipeline.golden.model import Case, Provenance
 from sqleval_pipeline.golden.vocabulary import (
     Dimension, Measure, TableVocabulary, Vocabulary, ident, literal, plural, snake, table_clusters,
 )
 from sqleval_pipeline.results import ResultSet
-from sqleval_pipeline.golden.importing import _append_atomically
 
 KINDS = ("simple_aggregate", "filtered_aggregate", "multi_condition", "time_window", "top_k")
 MAX_ROWS = 50
@@ -397,9 +397,10 @@ def propose(
 
 def append_proposals(path: Path, before: bytes | None, cases: Sequence[Case]) -> None:
     """Add ``cases`` at the end of ``path`` in one atomic rewrite; its text before is kept
-    byte for byte, and nothing is written when it changed since ``before`` was read."""
+    byte for byte, and nothing is written when it changed since ``before`` was read
+    (:class:`~sqleval_pipeline.golden.loader.GoldenChanged`)."""
     if cases:
-        _append_atomically(path, before, list(cases))
+        append_cases(path, cases, before=before)
 
 
 __all__ = ["KINDS", "MAX_ROWS", "Draft", "Proposal", "ProposeReport", "append_proposals",

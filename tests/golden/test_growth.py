@@ -1,3 +1,4 @@
+import json
 import shutil
 
 import pytest
@@ -77,3 +78,35 @@ def test_a_golden_file_changed_meanwhile_is_not_overwritten(tmp_path):
         order.append("first")
     t.join(5)
     assert order == ["first", "second"]
+
+
+def test_appending_keeps_the_text_read_and_refuses_a_file_changed_meanwhile(golden_file):
+    """Imports and proposals append through one writer: what was read stays byte for byte
+    (blank lines, a line spaced its own way, a last line without its newline) and the new
+    cases follow; when the
+    file changed since it was read, nothing is written (the proposer's route included)."""
+    from sqleval_pipeline.golden.loader import GoldenChanged, append_cases
+    from sqleval_pipeline.golden.propose import append_proposals
+
+    cases = list(load_golden(golden_file).cases)
+    a, b = (c.model_copy(update={"id": f"{c.id}-copy"}) for c in cases[:2])
+    text = golden_file.read_text(encoding="utf-8")
+    first, rest = text.split("\n", 1)
+    spaced = json.dumps(json.loads(first), indent=None, separators=(" , ", " : "))
+    head = f"\n{spaced}\n\n{rest.rstrip(chr(10))}"  # no newline at its end
+    golden_file.write_text(head, encoding="utf-8")
+    append_cases(golden_file, [a, b], before=head.encode("utf-8"))
+    after = golden_file.read_text(encoding="utf-8")
+    lines = after.splitlines()
+    assert after.startswith(head + "\n") and lines[-2:] == [a.to_json_line(), b.to_json_line()]
+    assert [c.id for c in load_golden(golden_file).cases] == [*(c.id for c in cases), a.id, b.id]
+    for append in (lambda: append_cases(golden_file, [a], before=head.encode("utf-8")),
+                   lambda: append_proposals(golden_file, head.encode("utf-8"), [a])):
+        with pytest.raises(GoldenChanged, match="changed on disk"):
+            append()
+        assert golden_file.read_text(encoding="utf-8") == after
+    new = golden_file.parent / "new.jsonl"  # a file that did not exist: before is None
+    append_cases(new, [a], before=None)
+    assert new.read_text(encoding="utf-8") == a.to_json_line() + "\n"
+    with pytest.raises(GoldenChanged):
+        append_cases(new, [b], before=None)
