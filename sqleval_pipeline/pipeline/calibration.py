@@ -40,7 +40,8 @@ def calibration_report(env: Environment, labels_dir: Path | None = None):
         for b in reversed(env.store.batches(loaded.partition_key)):
             if not wanted:
                 break
-            ran = {(c, r) for c, r in wanted if r < b.runs and c in b.case_ids}
+            ids = set(b.case_ids)
+            ran = {(c, r) for c, r in wanted if r < b.runs and c in ids}
             if b.status != "complete" or not ran:
                 continue
             diags = load_artifact(env.store.artifact(loaded.partition_key, b.batch_id,
